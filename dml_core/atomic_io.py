@@ -1,0 +1,43 @@
+"""Atomic file writes: a reader (or a killed process) never sees a half-written file.
+
+Write to a temporary file in the destination folder, fsync, then ``os.replace`` (atomic on POSIX).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> Path:
+    """Call ``write(fileobj)`` on a temporary file and move it onto ``path`` in one step."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
+    """JSON with sorted keys and a trailing newline, so results files diff cleanly."""
+    return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")

@@ -1,0 +1,1 @@
+"""Subcommands of the ``dml`` command, one module each."""

@@ -1,0 +1,8 @@
+"""Errors the suite raises for bad input. The ``dml`` command prints them as one line and exits 2.
+
+Messages name the file (when there is one), the field, what was expected and what was found.
+"""
+
+
+class InputError(ValueError):
+    """Bad input from a user: a file, a field, an argument. Never a bug in the suite."""

@@ -1,0 +1,176 @@
+"""Exact nearest-neighbour ranking: the one search that serves every retrieval metric.
+
+Distances are squared Euclidean in fp32 (ranking-equivalent to Euclidean; on L2-normalised
+embeddings, to cosine). The search is chunked over queries, so only ``chunk_rows x n_gallery``
+distances exist at a time (SOP: ~250 MB). On CUDA it runs on the GPU with TF32 switched off.
+
+Ranking rule (deterministic, documented): neighbours are ordered by computed distance, and equal
+distances by gallery index, smaller first. In the single-set protocol a query's own row is excluded by
+index, never by dropping the first neighbour, so an exact duplicate of the query (SOP has them)
+stays a neighbour at distance ~0.
+
+Two things come out of one pass over the distances:
+- the rank of each query's nearest same-class gallery item, which gives Recall@K for every K at once
+  (Recall@1000 on SOP needs no top-1000 search);
+- the first ``k`` neighbours of each query (``k`` = the largest number of same-class items, for MAP@R
+  and R-Precision).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+# Distances held at once per chunk; 2**26 fp32 values = 256 MiB.
+DEFAULT_CHUNK_ELEMENTS = 2**26
+TIE_RULE = "equal distances ordered by gallery index, smaller first"
+
+
+@dataclass(frozen=True)
+class NeighbourRanking:
+    """What the retrieval metrics need, per query (numpy arrays)."""
+
+    first_positive_rank: np.ndarray  # (n_q,) 0-based rank of the nearest same-class item; -1 if none
+    num_positives: np.ndarray  # (n_q,) same-class gallery items other than the query itself (R)
+    neighbours: np.ndarray  # (n_q, k) gallery indices, nearest first
+    neighbour_is_positive: np.ndarray  # (n_q, k) whether each neighbour has the query's class
+
+
+@contextlib.contextmanager
+def exact_fp32_matmul() -> Iterator[None]:
+    """Switch TF32 off for the duration: TF32 matmuls change neighbour order."""
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
+def _positive_index_table(
+    query_labels: torch.Tensor, gallery_labels: torch.Tensor, self_index: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gallery indices of each query's same-class items (self removed), ascending, padded with -1.
+
+    Built from a sort of the gallery labels, so its cost is O(n log n + n_q * max class size).
+    """
+    order = torch.argsort(gallery_labels, stable=True)
+    sorted_labels = gallery_labels[order]
+    classes, counts = torch.unique_consecutive(sorted_labels, return_counts=True)
+    starts = torch.cumsum(counts, 0) - counts
+    slot = torch.searchsorted(classes, query_labels)
+    slot = slot.clamp(max=len(classes) - 1)
+    present = classes[slot] == query_labels
+    width = int(counts.max())
+    offsets = torch.arange(width, device=gallery_labels.device)
+    start = starts[slot]
+    count = torch.where(present, counts[slot], torch.zeros_like(slot))
+    valid = offsets[None, :] < count[:, None]
+    position = (start[:, None] + offsets[None, :]).clamp(max=len(order) - 1)
+    table = torch.where(valid, order[position], torch.full_like(position, -1))
+    if self_index is not None:
+        table = torch.where(table == self_index[:, None], torch.full_like(table, -1), table)
+    # Ascending gallery index per row, padding last: the first minimum is then the smallest index.
+    table = torch.where(table < 0, torch.full_like(table, torch.iinfo(table.dtype).max), table)
+    table = torch.sort(table, dim=1).values
+    table = torch.where(table == torch.iinfo(table.dtype).max, torch.full_like(table, -1), table)
+    return table, (table >= 0).sum(1)
+
+
+def _squared_distances(queries: torch.Tensor, gallery: torch.Tensor, gallery_sq: torch.Tensor) -> torch.Tensor:
+    distances = torch.addmm(gallery_sq[None, :], queries, gallery.T, beta=1.0, alpha=-2.0)
+    return distances.add_(queries.pow(2).sum(1, keepdim=True))
+
+
+def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices of the k smallest distances per row under the ranking rule (distance, then index)."""
+    n_cols = distances.shape[1]
+    take = min(k + 1, n_cols)
+    values, indices = torch.topk(distances, take, dim=1, largest=False, sorted=True)
+    # topk leaves the order of equal values unspecified: sort by index, then stably by distance.
+    indices, by_index = torch.sort(indices, dim=1)
+    values = values.gather(1, by_index)
+    values, by_value = torch.sort(values, dim=1, stable=True)
+    indices = indices.gather(1, by_value)
+    if take > k:
+        # If the (k+1)-th candidate ties the k-th, topk may have dropped a smaller-index twin:
+        # redo those (rare) rows with a full stable sort.
+        boundary = values[:, k] == values[:, k - 1] if k > 0 else torch.zeros_like(values[:, 0], dtype=bool)
+        rows = torch.nonzero(boundary).flatten()
+        if len(rows):
+            indices[rows] = torch.sort(distances[rows], dim=1, stable=True).indices[:, :take]
+    return indices[:, :k]
+
+
+def _first_positive_rank(
+    distances: torch.Tensor, positive_table: torch.Tensor, gallery_index: torch.Tensor
+) -> torch.Tensor:
+    """Rank of the nearest same-class item: items strictly closer, plus equally close items with a
+    smaller gallery index."""
+    has_positive = positive_table[:, 0] >= 0
+    gathered = distances.gather(1, positive_table.clamp(min=0))
+    gathered = gathered.masked_fill(positive_table < 0, float("inf"))
+    nearest, column = gathered.min(1)  # first minimum = smallest gallery index among tied positives
+    nearest_index = positive_table.gather(1, column[:, None]).squeeze(1)
+    threshold = nearest[:, None]
+    closer = (distances < threshold).sum(1)
+    equal = (distances <= threshold).sum(1) - closer
+    equal_positives = (gathered == threshold).sum(1)
+    rank = closer
+    # Rows where a different-class item sits at exactly the same distance: count those before it.
+    tied = torch.nonzero(has_positive & (equal > equal_positives)).flatten()
+    if len(tied):
+        before = (distances[tied] == threshold[tied]) & (gallery_index[None, :] < nearest_index[tied, None])
+        rank = rank.clone()
+        rank[tied] += before.sum(1)
+    return torch.where(has_positive, rank, torch.full_like(rank, -1))
+
+
+def rank_neighbours(
+    queries: torch.Tensor,
+    gallery: torch.Tensor,
+    query_labels: torch.Tensor,
+    gallery_labels: torch.Tensor,
+    k: int,
+    self_index: torch.Tensor | None = None,
+    chunk_rows: int | None = None,
+) -> NeighbourRanking:
+    """Exact neighbour ranking of ``queries`` against ``gallery``.
+
+    ``self_index[i]`` is the gallery row of query ``i`` (single-set protocol: it is excluded);
+    ``None`` for a query/gallery protocol with disjoint sets. ``k`` neighbours are returned per query.
+    """
+    n_queries, n_gallery = len(queries), len(gallery)
+    device = gallery.device
+    queries = queries.to(device=device, dtype=torch.float32)
+    gallery = gallery.to(dtype=torch.float32)
+    query_labels, gallery_labels = query_labels.to(device), gallery_labels.to(device)
+    if self_index is not None:
+        self_index = self_index.to(device)
+    chunk_rows = chunk_rows or max(1, DEFAULT_CHUNK_ELEMENTS // max(n_gallery, 1))
+    gallery_sq = gallery.pow(2).sum(1)
+    gallery_index = torch.arange(n_gallery, device=device)
+    positive_table, num_positives = _positive_index_table(query_labels, gallery_labels, self_index)
+
+    first_rank = torch.empty(n_queries, dtype=torch.long, device=device)
+    neighbours = torch.empty((n_queries, k), dtype=torch.long, device=device)
+    with torch.inference_mode(), exact_fp32_matmul():
+        for start in range(0, n_queries, chunk_rows):
+            stop = min(start + chunk_rows, n_queries)
+            distances = _squared_distances(queries[start:stop], gallery, gallery_sq)
+            if self_index is not None:
+                distances[torch.arange(stop - start, device=device), self_index[start:stop]] = float("inf")
+            first_rank[start:stop] = _first_positive_rank(distances, positive_table[start:stop], gallery_index)
+            if k:
+                neighbours[start:stop] = _ordered_top_k(distances, k)
+    is_positive = gallery_labels[neighbours] == query_labels[:, None]
+    return NeighbourRanking(
+        first_positive_rank=first_rank.cpu().numpy(),
+        num_positives=num_positives.cpu().numpy(),
+        neighbours=neighbours.cpu().numpy(),
+        neighbour_is_positive=is_positive.cpu().numpy(),
+    )

@@ -1,0 +1,108 @@
+"""Evaluation metrics as pure functions on numpy arrays. Values are fractions in [0, 1].
+
+Retrieval metrics take what ``knn.rank_neighbours`` computes; clustering metrics take class labels and
+cluster assignments. Queries without any same-class gallery item are left out of the retrieval metrics
+(as pytorch-metric-learning does); the evaluator reports how many there were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import sparse
+from sklearn.metrics.cluster import contingency_matrix
+
+
+def recall_at_k(first_positive_rank: np.ndarray, ks: Sequence[int]) -> dict[int, float]:
+    """Recall@K in the DML sense: the share of queries with a same-class item among their K nearest.
+
+    ``first_positive_rank`` is the 0-based rank of each query's nearest same-class item (-1: none).
+
+    >>> recall_at_k(np.array([0, 1, 3, -1]), [1, 2, 4])
+    {1: 0.3333333333333333, 2: 0.6666666666666666, 4: 1.0}
+    """
+    ranks = first_positive_rank[first_positive_rank >= 0]
+    return {int(k): float(np.mean(ranks < k)) for k in ks}
+
+
+def _hits_within_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray):
+    keep = num_positives > 0
+    hits, r = neighbour_is_positive[keep], np.minimum(num_positives[keep], neighbour_is_positive.shape[1])
+    within = np.arange(hits.shape[1])[None, :] < r[:, None]
+    return hits & within, r
+
+
+def r_precision(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> float:
+    """R-Precision (Musgrave et al. 2020): the share of same-class items among the first R neighbours,
+    R being the number of same-class items in the gallery (the query itself excluded).
+
+    >>> r_precision(np.array([[True, False, True], [False, True, False]]), np.array([2, 1]))
+    0.25
+    """
+    hits, r = _hits_within_r(neighbour_is_positive, num_positives)
+    return float(np.mean(hits.sum(1) / r))
+
+
+def map_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> float:
+    """MAP@R (Musgrave et al. 2020): mean over queries of (1/R) * sum_{i<=R} P(i) * rel(i), where P(i) is
+    the precision among the first i neighbours and rel(i) whether the i-th is of the query's class.
+
+    >>> map_at_r(np.array([[True, False, True], [False, True, False]]), np.array([2, 1]))
+    0.25
+    """
+    hits, r = _hits_within_r(neighbour_is_positive, num_positives)
+    precision_at_i = np.cumsum(hits, axis=1) / np.arange(1, hits.shape[1] + 1)[None, :]
+    return float(np.mean((precision_at_i * hits).sum(1) / r))
+
+
+def _contingency(labels: np.ndarray, clusters: np.ndarray) -> sparse.csr_matrix:
+    return sparse.csr_matrix(contingency_matrix(labels, clusters, sparse=True))
+
+
+def _entropy(counts: np.ndarray) -> float:
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def normalized_mutual_information(labels: np.ndarray, clusters: np.ndarray) -> float:
+    """NMI with arithmetic normalisation: 2 I(clusters; classes) / (H(clusters) + H(classes)).
+
+    >>> normalized_mutual_information(np.array([0, 0, 1, 1]), np.array([5, 5, 7, 7]))
+    1.0
+    >>> normalized_mutual_information(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
+    0.0
+    """
+    table = _contingency(labels, clusters).tocoo()
+    n = float(table.sum())
+    class_counts = np.asarray(table.sum(1)).ravel()
+    cluster_counts = np.asarray(table.sum(0)).ravel()
+    h_classes, h_clusters = _entropy(class_counts), _entropy(cluster_counts)
+    if h_classes == 0.0 and h_clusters == 0.0:
+        return 1.0  # one class and one cluster: identical partitions
+    nij = table.data.astype(np.float64)
+    outer = class_counts[table.row].astype(np.float64) * cluster_counts[table.col]
+    mutual = float(np.sum(nij / n * (np.log(nij * n) - np.log(outer))))
+    return max(0.0, 2.0 * mutual / (h_classes + h_clusters))
+
+
+def _pairs(counts: np.ndarray) -> float:
+    counts = counts.astype(np.float64)
+    return float(np.sum(counts * (counts - 1) / 2))
+
+
+def clustering_f1(labels: np.ndarray, clusters: np.ndarray) -> float:
+    """Clustering F1 of Song et al. 2016 by pair counting: precision and recall of "same cluster" as a
+    prediction of "same class" over all unordered pairs of items.
+
+    >>> round(clustering_f1(np.array([0, 0, 0, 1, 1]), np.array([0, 0, 1, 1, 1])), 4)
+    0.5
+    """
+    table = _contingency(labels, clusters)
+    true_positive = _pairs(table.data)
+    predicted = _pairs(np.asarray(table.sum(0)).ravel())
+    actual = _pairs(np.asarray(table.sum(1)).ravel())
+    if true_positive == 0.0:
+        return 0.0
+    precision, recall = true_positive / predicted, true_positive / actual
+    return 2 * precision * recall / (precision + recall)

@@ -1,0 +1,25 @@
+"""Per-dataset evaluation conventions, in one place."""
+
+from __future__ import annotations
+
+from dml_core.errors import InputError
+
+# Recall@K lists as the field reports them (../shared/reference.md section 4).
+RECALL_KS: dict[str, tuple[int, ...]] = {
+    "cub200": (1, 2, 4, 8, 16, 32),
+    "cars196": (1, 2, 4, 8, 16, 32),
+    "sop": (1, 10, 100, 1000),
+    "inshop": (1, 10, 20, 30, 40, 50),
+}
+
+# In-Shop ranks a query set against a gallery set; the others rank every test image against the rest.
+QUERY_GALLERY_DATASETS = frozenset({"inshop"})
+
+
+def recall_ks_for(dataset: str) -> tuple[int, ...]:
+    try:
+        return RECALL_KS[dataset]
+    except KeyError:
+        raise InputError(
+            f"no Recall@K list for dataset {dataset!r}; expected one of {sorted(RECALL_KS)}"
+        ) from None

@@ -1,0 +1,71 @@
+"""Sessions of the reproduction suite.
+
+Every session runs in ONE shared virtual environment (torch alone is about 5 GB), built from
+constraints.txt and rebuilt only when constraints.txt or pyproject.toml change. nox's own per-session
+environments are switched off (venv_backend="none"); ``shared_python`` owns the environment instead.
+Set DML_VENV to put the environment somewhere else (for example one venv for several checkouts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+CONSTRAINTS = ROOT / "constraints.txt"
+VENV = Path(os.environ.get("DML_VENV", ROOT / ".nox" / "shared"))
+TEST_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+
+nox.options.default_venv_backend = "none"
+nox.options.sessions = ["tests"]
+
+
+def _environment_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for path in (CONSTRAINTS, ROOT / "pyproject.toml"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def shared_python(session: nox.Session) -> str:
+    """Create or refresh the shared environment and return its interpreter."""
+    python = VENV / "bin" / "python"
+    stamp = VENV / ".dml-environment"
+    fingerprint = _environment_fingerprint()
+    if not python.exists():
+        session.run(sys.executable, "-m", "venv", str(VENV))
+    if not stamp.exists() or stamp.read_text() != fingerprint:
+        session.run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "-c", str(CONSTRAINTS), "pip==26.3", "setuptools==84.2.1")
+        session.run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "-c", str(CONSTRAINTS), "-e", f"{ROOT}[test,lint]",
+                    env={"PIP_CONSTRAINT": str(CONSTRAINTS)})
+        stamp.write_text(fingerprint)
+    return str(python)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test gate (CI runs this): unit, parity and end-to-end tests on the CPU."""
+    python = shared_python(session)
+    session.run(python, "-m", "pytest", *session.posargs, env=TEST_ENV)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and format check."""
+    python = shared_python(session)
+    session.run(python, "-m", "ruff", "check", ".")
+    session.run(python, "-m", "ruff", "format", "--check", ".")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks (not part of the test gate); JSON lands in benchmarks/results/."""
+    python = shared_python(session)
+    session.run(python, "-m", "pytest", "benchmarks", "--benchmark-only",
+                "--benchmark-columns=min,mean,max,rounds", *session.posargs, env=TEST_ENV)

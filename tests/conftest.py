@@ -1,0 +1,16 @@
+"""Test-wide settings: offline hub, deterministic CPU torch, two threads (the CI machine's cores)."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+import torch
+
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    torch.manual_seed(0)
