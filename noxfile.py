@@ -39,11 +39,31 @@ def shared_python(session: nox.Session) -> str:
     if not python.exists():
         session.run(sys.executable, "-m", "venv", str(VENV))
     if not stamp.exists() or stamp.read_text() != fingerprint:
-        session.run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "-c", str(CONSTRAINTS), "pip==26.3", "setuptools==84.2.1")
-        session.run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "-c", str(CONSTRAINTS), "-e", f"{ROOT}[test,lint]",
-                    env={"PIP_CONSTRAINT": str(CONSTRAINTS)})
+        session.run(
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            str(CONSTRAINTS),
+            "pip==26.3",
+            "setuptools==84.2.1",
+        )
+        session.run(
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            str(CONSTRAINTS),
+            "-e",
+            f"{ROOT}[test,lint]",
+            env={"PIP_CONSTRAINT": str(CONSTRAINTS)},
+        )
         stamp.write_text(fingerprint)
     return str(python)
 
@@ -67,5 +87,13 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the test gate); JSON lands in benchmarks/results/."""
     python = shared_python(session)
-    session.run(python, "-m", "pytest", "benchmarks", "--benchmark-only",
-                "--benchmark-columns=min,mean,max,rounds", *session.posargs, env=TEST_ENV)
+    session.run(
+        python,
+        "-m",
+        "pytest",
+        "benchmarks",
+        "--benchmark-only",
+        "--benchmark-columns=min,mean,max,rounds",
+        *session.posargs,
+        env=TEST_ENV,
+    )

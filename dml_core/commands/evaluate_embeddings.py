@@ -27,8 +27,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--dataset", choices=sorted(RECALL_KS), help="take the dataset's standard K list")
     parser.add_argument("--query-mask", type=Path, help="Q.npy: boolean (n,) marking queries")
     parser.add_argument("--gallery-mask", type=Path, help="G.npy: boolean (n,) marking the gallery")
-    parser.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=True,
-                        help="L2-normalise embeddings first (default: yes)")
+    parser.add_argument(
+        "--normalize",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="L2-normalise embeddings first (default: yes)",
+    )
     parser.add_argument("--metrics", nargs="+", choices=ALL_METRICS, default=list(ALL_METRICS))
     parser.add_argument("--kmeans-backend", choices=("faiss", "sklearn"), default="faiss")
     parser.add_argument("--kmeans-iterations", type=int, default=20)

@@ -54,15 +54,11 @@ def _validate(embeddings: np.ndarray, labels: np.ndarray) -> None:
     if labels.ndim != 1:
         raise InputError(f"labels: expected a 1-D array, found shape {labels.shape}")
     if len(labels) != len(embeddings):
-        raise InputError(
-            f"labels: expected one label per embedding ({len(embeddings)}), found {len(labels)}"
-        )
+        raise InputError(f"labels: expected one label per embedding ({len(embeddings)}), found {len(labels)}")
     bad = np.flatnonzero(~np.isfinite(embeddings).all(1))
     if len(bad):
         shown = ", ".join(str(i) for i in bad[:5])
-        raise InputError(
-            f"embeddings: expected finite values, found NaN or inf in {len(bad)} row(s) (first: {shown})"
-        )
+        raise InputError(f"embeddings: expected finite values, found NaN or inf in {len(bad)} row(s) (first: {shown})")
 
 
 def _mask(mask, n: int, name: str) -> np.ndarray:
@@ -129,9 +125,7 @@ def evaluate(
     if any(k < 1 for k in ks):
         raise InputError(f"recall_ks: expected positive integers, found {ks}")
     if "recall" in metrics and ks and ks[-1] > available:
-        raise InputError(
-            f"recall_ks: K={ks[-1]} is larger than the {available} gallery items each query can retrieve"
-        )
+        raise InputError(f"recall_ks: K={ks[-1]} is larger than the {available} gallery items each query can retrieve")
 
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     x = torch.as_tensor(np.ascontiguousarray(emb_np, dtype=np.float32))

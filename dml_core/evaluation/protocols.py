@@ -20,6 +20,4 @@ def recall_ks_for(dataset: str) -> tuple[int, ...]:
     try:
         return RECALL_KS[dataset]
     except KeyError:
-        raise InputError(
-            f"no Recall@K list for dataset {dataset!r}; expected one of {sorted(RECALL_KS)}"
-        ) from None
+        raise InputError(f"no Recall@K list for dataset {dataset!r}; expected one of {sorted(RECALL_KS)}") from None
