@@ -85,15 +85,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks (not part of the test gate); JSON lands in benchmarks/results/."""
+    """Benchmarks (not part of the test gate): tests/benchmarks/bench_*.py; JSON lands in tables/benchmarks/.
+
+    DML_BENCH_SCALE=0.1 runs a reduced, quick check of the same code."""
     python = shared_python(session)
     session.run(
-        python,
-        "-m",
-        "pytest",
-        "benchmarks",
-        "--benchmark-only",
-        "--benchmark-columns=min,mean,max,rounds",
-        *session.posargs,
-        env=TEST_ENV,
-    )
+        python, "-m", "pytest", "tests/benchmarks", "-o", "python_files=bench_*.py", "-s",
+        "--benchmark-only", "--benchmark-columns=min,rounds", *session.posargs, env=TEST_ENV,
+    )  # fmt: skip

@@ -170,7 +170,7 @@ def evaluate(
             values["RP"] = 100.0 * M.r_precision(ranking.neighbour_is_positive, ranking.num_positives)
         timing["knn_seconds"] = time.perf_counter() - started
         protocol["knn"] = {
-            "distance": "squared euclidean, fp32, TF32 off",
+            "distance": "euclidean (ranked by ||g||^2 - 2 q.g in fp32, TF32 off)",
             "tie_rule": TIE_RULE,
             "recall_ks": ks,
             "num_queries": len(query_rows),

@@ -1,8 +1,9 @@
 """Exact nearest-neighbour ranking: the one search that serves every retrieval metric.
 
-Distances are squared Euclidean in fp32 (ranking-equivalent to Euclidean; on L2-normalised
-embeddings, to cosine). The search is chunked over queries, so only ``chunk_rows x n_gallery``
-distances exist at a time (SOP: ~250 MB). On CUDA it runs on the GPU with TF32 switched off.
+Distances are squared Euclidean in fp32, less each query's own squared norm (a per-query constant:
+ranking-equivalent to Euclidean; on L2-normalised embeddings, to cosine). The search is chunked over
+queries, so only ``chunk_rows x n_gallery`` distances exist at a time (SOP: ~250 MB). On CUDA it runs
+on the GPU with TF32 switched off.
 
 Ranking rule (deterministic, documented): neighbours are ordered by computed distance, and equal
 distances by gallery index, smaller first. In the single-set protocol a query's own row is excluded by
@@ -81,9 +82,10 @@ def _positive_index_table(
     return table, (table >= 0).sum(1)
 
 
-def _squared_distances(queries: torch.Tensor, gallery: torch.Tensor, gallery_sq: torch.Tensor) -> torch.Tensor:
-    distances = torch.addmm(gallery_sq[None, :], queries, gallery.T, beta=1.0, alpha=-2.0)
-    return distances.add_(queries.pow(2).sum(1, keepdim=True))
+def _ranking_distances(queries: torch.Tensor, gallery: torch.Tensor, gallery_sq: torch.Tensor) -> torch.Tensor:
+    """||g||^2 - 2 q.g: the squared Euclidean distance less ||q||^2, a per-row constant that changes no
+    ranking (every comparison the metrics make is within a row), so that pass is skipped."""
+    return torch.addmm(gallery_sq[None, :], queries, gallery.T, beta=1.0, alpha=-2.0)
 
 
 def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
@@ -106,6 +108,20 @@ def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
     return indices[:, :k]
 
 
+def _count_per_row(distances: torch.Tensor, threshold: torch.Tensor, inclusive: bool) -> torch.Tensor:
+    """Per row, how many distances are below (or at) the row's threshold.
+
+    On the CPU numpy does this about 8x faster than torch's bool reductions (measured: 67M values,
+    0.03 s vs 0.3 s), so the CPU path goes through zero-copy numpy views.
+    """
+    if distances.device.type == "cpu":
+        values, limit = distances.numpy(), threshold.numpy()
+        below = (values <= limit) if inclusive else (values < limit)
+        return torch.from_numpy(below.view(np.uint8).sum(1, dtype=np.int64))
+    below = (distances <= threshold) if inclusive else (distances < threshold)
+    return below.sum(1)
+
+
 def _first_positive_rank(
     distances: torch.Tensor, positive_table: torch.Tensor, gallery_index: torch.Tensor
 ) -> torch.Tensor:
@@ -117,8 +133,8 @@ def _first_positive_rank(
     nearest, column = gathered.min(1)  # first minimum = smallest gallery index among tied positives
     nearest_index = positive_table.gather(1, column[:, None]).squeeze(1)
     threshold = nearest[:, None]
-    closer = (distances < threshold).sum(1)
-    equal = (distances <= threshold).sum(1) - closer
+    closer = _count_per_row(distances, threshold, inclusive=False)
+    equal = _count_per_row(distances, threshold, inclusive=True) - closer
     equal_positives = (gathered == threshold).sum(1)
     rank = closer
     # Rows where a different-class item sits at exactly the same distance: count those before it.
@@ -161,7 +177,7 @@ def rank_neighbours(
     with torch.inference_mode(), exact_fp32_matmul():
         for start in range(0, n_queries, chunk_rows):
             stop = min(start + chunk_rows, n_queries)
-            distances = _squared_distances(queries[start:stop], gallery, gallery_sq)
+            distances = _ranking_distances(queries[start:stop], gallery, gallery_sq)
             if self_index is not None:
                 distances[torch.arange(stop - start, device=device), self_index[start:stop]] = float("inf")
             first_rank[start:stop] = _first_positive_rank(distances, positive_table[start:stop], gallery_index)
