@@ -7,12 +7,14 @@ file, table, row and field of every error.
 
 Row ids
     Every row has an ``id`` unique within its table, so recipes can name targets such as
-    ``{table: table1, row: ours-cub200}``. The scheme: the lowercase slug of the printed method name, then
-    of the ``setting`` (when there is one), then the dataset, joined by ``-``; ``+`` and ``−`` become
-    ``plus`` and ``minus``, every other run of characters outside ``[a-z0-9.]`` becomes one ``-``. For example
-    ``OURS`` on CUB is ``ours-cub200``, damlrrm's ``α = 28`` ablation is ``ours-alpha-28-cub200``, anml's
-    ``LANML+`` on Iris is ``lanml-plus-iris``. Where the printed method name is an evident typo the row's
-    note says so and the id follows the evident meaning. Ids are stable: once published, never renamed.
+    ``{table: table1, row: ours-cub200}``. The scheme: the slug of the printed method name, then the slug of
+    the dataset, joined by ``-`` (``OURS`` on CUB: ``ours-cub200``; anml's ``LANML+`` on Iris:
+    ``lanml-plus-uci-iris``). Where a table holds several rows of one method on one dataset (parameter
+    studies, ablations), the slug of the ``setting`` goes between them: damlrrm's ``α = 28`` row is
+    ``ours-alpha-28-cub200``. A slug is lower case; ``+`` and ``−`` become ``plus`` and ``minus``, Greek
+    letters their names, and every other run of characters outside ``[a-z0-9.]`` one ``-``. Where the
+    printed method name is an evident typo the row's note says so and the id follows the evident meaning
+    (gpw's ``Trilet-P`` is ``triplet-p-cub200``). Ids are stable: once published, never renamed.
 
 Table ids are the paper's own table numbers in arabic digits (``table1``; gpw's Table IV is ``table4``).
 
@@ -83,6 +85,30 @@ def _require_match(pattern: re.Pattern[str], value: str, expected: str) -> str:
     if not pattern.fullmatch(value):
         raise ValueError(f"expected {expected}, found {value!r}")
     return value
+
+
+_GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "λ": "lambda"}
+
+
+def make_row_id(method: str, dataset: str, setting: str | None = None) -> str:
+    """The row id the scheme gives a printed method on a dataset (with the setting, when rows need it).
+
+    >>> make_row_id("OURS", "cub200")
+    'ours-cub200'
+    >>> make_row_id("LANML+", "uci:iris"), make_row_id("Triplet+N-pair", "sop")
+    ('lanml-plus-uci-iris', 'triplet-plus-n-pair-sop')
+    >>> make_row_id("OURS", "cub200", setting="α = 28")
+    'ours-alpha-28-cub200'
+    """
+    parts = [method] + ([setting] if setting else []) + [dataset]
+    return "-".join(_slug(part) for part in parts)
+
+
+def _slug(text: str) -> str:
+    text = text.lower().replace("+", "-plus-").replace("−", "-minus-")
+    for letter, name in _GREEK.items():
+        text = text.replace(letter, name)
+    return re.sub(r"[^a-z0-9.]+", "-", text).strip("-.")
 
 
 class _Strict(BaseModel):

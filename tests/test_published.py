@@ -11,7 +11,7 @@ import yaml
 
 import dml_core.published as published
 from dml_core.errors import InputError
-from dml_core.published import PAPER_KEYS, find_row, load_all, load_published
+from dml_core.published import PAPER_KEYS, find_row, load_all, load_published, make_row_id
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,18 @@ def test_each_file_parses_and_every_row_has_a_metric(key):
             assert row.metrics, f"{key} {table.id} {row.id}: no metric"
     table_ids = [table.id for table in paper.tables]
     assert len(table_ids) == len(set(table_ids))
+
+
+def test_row_ids_follow_the_documented_scheme(papers):
+    for key, paper in papers.items():
+        for table in paper.tables:
+            for row in table.rows:
+                expected = {
+                    make_row_id(row.method, row.dataset),
+                    make_row_id(row.method, row.dataset, row.setting),
+                }
+                typo = row.note is not None and "evident" in row.note
+                assert row.id in expected or typo, f"{key} {table.id} {row.id}: expected one of {expected}"
 
 
 def test_every_paper_marks_its_own_rows_as_proposed(papers):
