@@ -1,0 +1,49 @@
+"""Where a number came from: git state and the software/hardware environment, for results files."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def git_state(root: Path = PROJECT_ROOT) -> dict:
+    """Commit and dirty flag of the checkout; "unknown" outside a git checkout (e.g. an installed wheel)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit = git("rev-parse", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict:
+    cuda = torch.cuda.is_available()
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "torchvision": _version("torchvision"),
+        "timm": _version("timm"),
+        "faiss": _version("faiss-cpu"),
+        "numpy": _version("numpy"),
+        "cuda": torch.version.cuda if cuda else None,
+        "gpu": torch.cuda.get_device_name(0) if cuda else None,
+        "cpu_threads": torch.get_num_threads(),
+    }
