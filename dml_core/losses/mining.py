@@ -123,5 +123,10 @@ def distance_weighted_triplets(
     anchors, positives = torch.nonzero(pos & neg.any(dim=1, keepdim=True), as_tuple=True)
     if len(anchors) == 0:
         return anchors, positives, positives.clone()
-    negatives = torch.multinomial(probs[anchors], 1, replacement=True, generator=generator).squeeze(1)
-    return anchors, positives, negatives
+    # Draw as many negatives per anchor as the largest positive count, then give the k-th positive pair
+    # of each anchor its k-th draw: memory O(N * max positives), not O(pairs * N).
+    rank = (pos.cumsum(dim=1) - 1)[anchors, positives]
+    usable = probs.sum(dim=1, keepdim=True) > 0  # rows without negatives cannot be sampled from
+    safe = torch.where(usable, probs, torch.ones_like(probs))
+    draws = torch.multinomial(safe, int(pos.sum(dim=1).max()), replacement=True, generator=generator)
+    return anchors, positives, draws[anchors, rank]
