@@ -9,7 +9,7 @@ from torch import nn
 from dml_core.errors import InputError
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
-from dml_core.losses.lifted import LiftedStructureLoss
+from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
 from dml_core.losses.npair import NPairLoss
@@ -22,6 +22,7 @@ LOSSES: dict[str, type[nn.Module]] = {
     "contrastive": ContrastiveLoss,
     "triplet": TripletLoss,
     "lifted": LiftedStructureLoss,
+    "generalized_lifted": GeneralizedLiftedLoss,
     "npair": NPairLoss,
     "binomial": BinomialDevianceLoss,
     "multi_similarity": MultiSimilarityLoss,

@@ -16,6 +16,7 @@ def test_registry_names_every_family():
         "contrastive",
         "triplet",
         "lifted",
+        "generalized_lifted",
         "npair",
         "binomial",
         "multi_similarity",
