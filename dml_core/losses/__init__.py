@@ -1,0 +1,46 @@
+"""Baseline deep-metric-learning losses, one module per family, on shared bases.
+
+Every loss is an ``nn.Module`` whose ``forward(embeddings (N, D), labels (N,))`` returns a scalar.
+Losses with several terms keep the last ones, detached, in ``last_terms``. Find a loss by name in
+``LOSSES`` or build it with ``build_loss(name, **params)``.
+
+Learnable state (proxies of ``proxy_nca`` / ``proxy_anchor``, a learned ``beta`` of ``margin``) is
+registered on the loss module, so ``loss.parameters()`` yields exactly it (and nothing for the other
+losses). Give it its own learning rate with a parameter group::
+
+    optimizer = torch.optim.Adam(
+        [{"params": model.parameters()}, {"params": loss.parameters(), "lr": 100 * base_lr}], lr=base_lr
+    )
+
+Shared pieces: ``base`` (pairwise matrix, masks, reductions), ``mining`` (triplet / MS / distance-weighted
+miners as pure functions returning index tensors).
+"""
+
+from dml_core.losses.binomial import BinomialDevianceLoss
+from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
+from dml_core.losses.margin import MarginLoss
+from dml_core.losses.multi_similarity import MultiSimilarityLoss
+from dml_core.losses.npair import NPairLoss
+from dml_core.losses.proxy_anchor import ProxyAnchorLoss
+from dml_core.losses.proxy_nca import ProxyNCALoss
+from dml_core.losses.ranked_list import RankedListLoss
+from dml_core.losses.registry import LOSSES, build_loss, loss_parameters
+from dml_core.losses.triplet import TripletLoss
+
+__all__ = [
+    "LOSSES",
+    "BinomialDevianceLoss",
+    "ContrastiveLoss",
+    "GeneralizedLiftedLoss",
+    "LiftedStructureLoss",
+    "MarginLoss",
+    "MultiSimilarityLoss",
+    "NPairLoss",
+    "ProxyAnchorLoss",
+    "ProxyNCALoss",
+    "RankedListLoss",
+    "TripletLoss",
+    "build_loss",
+    "loss_parameters",
+]

@@ -1,0 +1,189 @@
+"""Shared pieces of every loss: the pairwise matrix, label masks, masked reductions, proxies.
+
+Conventions used throughout ``dml_core.losses``:
+
+- ``distance`` is one of ``DISTANCES``. "euclidean" and "squared_euclidean" give distances (smaller is
+  closer); "cosine" (on L2-normalised vectors) and "dot" give similarities (larger is closer).
+- ``margin_gap(a, b, distance)`` is ``a - b`` for a distance and ``b - a`` for a similarity, so one formula
+  such as ``relu(margin_gap(d_ap, d_an) + m)`` serves both kinds (the convention of
+  pytorch-metric-learning's ``distance.margin``).
+- Miners take a *dissimilarity* (``as_dissimilarity``: the distance, or the negated similarity), so
+  "closer" is always "smaller".
+- Everything is vectorised on the device: no Python loops over pairs or anchors, no host syncs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from dml_core.errors import InputError
+
+Distance = Literal["euclidean", "squared_euclidean", "cosine", "dot"]
+DISTANCES: tuple[str, ...] = ("euclidean", "squared_euclidean", "cosine", "dot")
+SIMILARITIES = frozenset({"cosine", "dot"})
+
+
+def check_choice(value: object, allowed: tuple[str, ...], owner: str, field: str) -> None:
+    """Raise ``InputError`` naming the owner, the field, the accepted values and the value found.
+
+    >>> check_choice("cosine", DISTANCES, "triplet", "distance")
+    """
+    if value not in allowed:
+        raise InputError(f"{owner}: {field} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def check_batch(embeddings: Tensor, labels: Tensor, owner: str) -> None:
+    """Raise ``InputError`` unless embeddings are (N, D) floats and labels are (N,) integers."""
+    if embeddings.dim() != 2 or not embeddings.is_floating_point():
+        raise InputError(
+            f"{owner}: embeddings must be a 2-D float tensor (N, D); got shape {tuple(embeddings.shape)} "
+            f"dtype {embeddings.dtype}"
+        )
+    if labels.dim() != 1 or labels.shape[0] != embeddings.shape[0] or labels.is_floating_point():
+        raise InputError(
+            f"{owner}: labels must be a 1-D integer tensor of length {embeddings.shape[0]}; got shape "
+            f"{tuple(labels.shape)} dtype {labels.dtype}"
+        )
+
+
+def is_similarity(distance: str) -> bool:
+    """Whether ``distance`` names a similarity (larger is closer)."""
+    return distance in SIMILARITIES
+
+
+def pairwise_matrix(x: Tensor, y: Tensor, distance: str) -> Tensor:
+    """The (len(x), len(y)) matrix of distances or similarities between rows of ``x`` and ``y``.
+
+    "euclidean" uses ``torch.cdist``, whose gradient is 0 (not NaN) at zero distance (the diagonal).
+
+    >>> x = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    >>> pairwise_matrix(x, x, "euclidean")
+    tensor([[0., 5.],
+            [5., 0.]])
+    >>> pairwise_matrix(x, x, "squared_euclidean")[0, 1].item()
+    25.0
+    """
+    if distance == "euclidean":
+        return torch.cdist(x, y)
+    if distance == "squared_euclidean":
+        return torch.cdist(x, y).pow(2)
+    if distance == "cosine":
+        return F.normalize(x, dim=1) @ F.normalize(y, dim=1).T
+    if distance == "dot":
+        return x @ y.T
+    raise InputError(f"distance must be one of {', '.join(DISTANCES)}; got {distance!r}")
+
+
+def as_dissimilarity(matrix: Tensor, distance: str) -> Tensor:
+    """The matrix with "smaller is closer" semantics: a distance as is, a similarity negated."""
+    return -matrix if is_similarity(distance) else matrix
+
+
+def margin_gap(a: Tensor | float, b: Tensor | float, distance: str) -> Tensor | float:
+    """``a - b`` for a distance, ``b - a`` for a similarity: how far ``a`` is "farther" than ``b``.
+
+    >>> margin_gap(1.0, 0.25, "euclidean"), margin_gap(1.0, 0.25, "cosine")
+    (0.75, -0.75)
+    """
+    return b - a if is_similarity(distance) else a - b
+
+
+def label_masks(labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Boolean (N, N) masks of positive pairs (same label, diagonal excluded) and negative pairs.
+
+    >>> pos, neg = label_masks(torch.tensor([0, 0, 1]))
+    >>> pos.int().tolist(), neg.int().tolist()
+    ([[0, 1, 0], [1, 0, 0], [0, 0, 0]], [[0, 0, 1], [0, 0, 1], [1, 1, 0]])
+    """
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+    return same & ~eye, ~same
+
+
+def indices_to_mask(rows: Tensor, cols: Tensor, shape: tuple[int, int]) -> Tensor:
+    """A boolean matrix of ``shape`` that is True exactly at (rows[k], cols[k])."""
+    mask = torch.zeros(shape, dtype=torch.bool, device=rows.device)
+    mask[rows, cols] = True
+    return mask
+
+
+def masked_logsumexp(x: Tensor, mask: Tensor, dim: int = 1, add_one: bool = False) -> Tensor:
+    """log(sum over ``mask`` of exp(x)) along ``dim``, plus exp(0) = 1 inside the log when ``add_one``.
+
+    A slice with an empty mask gives 0 (with ``add_one``: log 1; without: "no term", not -inf), and its
+    gradient is 0, so empty anchors drop out instead of producing inf or NaN.
+
+    >>> x = torch.tensor([[0.0, 1.0], [2.0, 3.0]])
+    >>> m = torch.tensor([[True, False], [False, False]])
+    >>> masked_logsumexp(x, m, add_one=True)
+    tensor([0.6931, 0.0000])
+    """
+    empty = ~mask.any(dim=dim, keepdim=True)
+    # An all -inf slice would back-propagate NaN; give it a finite slice and zero its result.
+    filled = x.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0)
+    if add_one:
+        zeros = torch.zeros_like(filled.narrow(dim, 0, 1))
+        filled = torch.cat([filled, zeros], dim=dim)
+    out = torch.logsumexp(filled, dim=dim)
+    return out.masked_fill(empty.squeeze(dim), 0.0)
+
+
+def masked_softmax(x: Tensor, mask: Tensor, dim: int = 1) -> Tensor:
+    """Softmax of ``x`` over the entries in ``mask`` along ``dim``; zero outside it and on empty slices.
+
+    ``sum(masked_softmax(T * x, mask) * v)`` is the exp(T x)-weighted mean of ``v`` over the mask,
+    computed without overflow.
+    """
+    filled = x.masked_fill(~mask, float("-inf"))
+    # An all -inf slice would give NaN; give it a finite row and zero it afterwards.
+    safe = filled.masked_fill(~mask.any(dim=dim, keepdim=True), 0.0)
+    return torch.softmax(safe, dim=dim) * mask
+
+
+def masked_mean(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """Mean of ``values`` over ``mask`` (over all entries, or along ``dim``); 0 where the mask is empty.
+
+    >>> masked_mean(torch.tensor([1.0, 2.0, 6.0]), torch.tensor([True, False, True]))
+    tensor(3.5000)
+    """
+    total = torch.where(mask, values, torch.zeros_like(values))
+    if dim is None:
+        return total.sum() / mask.sum().clamp(min=1)
+    return total.sum(dim=dim) / mask.sum(dim=dim).clamp(min=1)
+
+
+def mean_nonzero(losses: Tensor) -> Tensor:
+    """Average over the strictly positive terms; 0 (with a graph) when there are none.
+
+    This is the "average over non-zero terms" reduction (pytorch-metric-learning's ``AvgNonZeroReducer``)
+    that triplet and contrastive losses use so that easy, already-satisfied terms do not dilute the loss.
+
+    >>> mean_nonzero(torch.tensor([0.0, 2.0, 4.0]))
+    tensor(3.)
+    """
+    return losses.sum() / (losses > 0).sum().clamp(min=1)
+
+
+def zero_loss(embeddings: Tensor) -> Tensor:
+    """A scalar 0 connected to the graph, for batches that give a loss no terms at all."""
+    return embeddings.sum() * 0.0
+
+
+def make_proxies(num_classes: int, embedding_dim: int, owner: str) -> torch.nn.Parameter:
+    """One learnable proxy per class, (num_classes, embedding_dim), Kaiming-normal initialised.
+
+    Kaiming normal with mode "fan_out" is the initialisation of the ProxyAnchor authors' code and of
+    pytorch-metric-learning's proxy losses; it draws from the global torch RNG (seed it for determinism).
+    """
+    if num_classes < 1 or embedding_dim < 1:
+        raise InputError(
+            f"{owner}: num_classes and embedding_dim must be positive integers; got "
+            f"num_classes={num_classes}, embedding_dim={embedding_dim}"
+        )
+    proxies = torch.empty(num_classes, embedding_dim)
+    torch.nn.init.kaiming_normal_(proxies, mode="fan_out")
+    return torch.nn.Parameter(proxies)

@@ -1,0 +1,43 @@
+"""ProxyNCA loss (Movshovitz-Attias, Toshev, Leung, Ioffe and Singh 2017)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from dml_core.losses.base import check_batch, make_proxies, masked_logsumexp, pairwise_matrix
+
+
+class ProxyNCALoss(nn.Module):
+    """Movshovitz-Attias et al. 2017, Eq. 7, one proxy per class, squared Euclidean distance between the
+    L2-normalised embedding x and L2-normalised proxies p:
+
+        L(x) = -log( exp(-s d(x, p_y)) / sum_{z != y} exp(-s d(x, p_z)) )
+
+    averaged over the batch, with ``scale`` s = 1 in the paper. The paper's denominator leaves out the
+    positive proxy (``exclude_positive=True``), so the loss can go negative. pytorch-metric-learning's
+    ``ProxyNCALoss`` (and ProxyNCA++) keep it in, a softmax cross-entropy over all proxies; set
+    ``exclude_positive=False`` for that form, which the parity tests check.
+
+    Proxies are ``self.proxies`` (Kaiming-normal); give them their own learning rate with a parameter
+    group: ``{"params": loss.parameters(), "lr": proxy_lr}``.
+    """
+
+    def __init__(
+        self, num_classes: int, embedding_dim: int, scale: float = 1.0, exclude_positive: bool = True
+    ) -> None:
+        super().__init__()
+        self.proxies = make_proxies(num_classes, embedding_dim, "proxy_nca")
+        self.scale, self.exclude_positive = scale, exclude_positive
+
+    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
+        check_batch(embeddings, labels, "proxy_nca")
+        proxies = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
+        dist = pairwise_matrix(F.normalize(embeddings, dim=1), proxies, "squared_euclidean")
+        logits = -self.scale * dist
+        positive = F.one_hot(labels, len(proxies)).bool()
+        pos_logit = logits.gather(1, labels.unsqueeze(1)).squeeze(1)
+        if self.exclude_positive:
+            return (masked_logsumexp(logits, ~positive) - pos_logit).mean()
+        return (torch.logsumexp(logits, dim=1) - pos_logit).mean()
