@@ -26,7 +26,7 @@ def write_jpeg(path: Path, seed: int, size: tuple[int, int] = (12, 10)) -> None:
 
 
 def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3) -> list[tuple[str, int, str]]:
-    """``CUB_200_2011/`` with images.txt, image_class_labels.txt, train_test_split.txt, classes.txt, images/."""
+    """``CUB_200_2011/``: images.txt, image_class_labels.txt, train_test_split.txt, classes.txt, images/."""
     top = base / "CUB_200_2011"
     images, labels, split_lines, expected = [], [], [], []
     image_id = 0
@@ -48,7 +48,7 @@ def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3) -> list[t
 
 
 def write_cars_annos(path: Path, entries: list[tuple[str, int, int]]) -> None:
-    """``cars_annos.mat`` as published: struct array ``annotations`` (1 x N) and cell ``class_names`` (1 x 196)."""
+    """``cars_annos.mat`` as published: struct array ``annotations`` (1 x N), cell ``class_names``."""
     fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
     annotations = np.zeros((1, len(entries)), dtype=[(name, object) for name in fields])
     for i, (relative, label, test) in enumerate(entries):
@@ -75,7 +75,7 @@ def make_cars(base: Path, classes=(1, 2, 99, 100), per_class: int = 3) -> list[t
 
 
 def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(4, 5), per_class: int = 2):
-    """``Stanford_Online_Products/`` with Ebay_train.txt, Ebay_test.txt, Ebay_info.txt and <super>_final/ folders."""
+    """``Stanford_Online_Products/``: Ebay_train.txt, Ebay_test.txt, Ebay_info.txt, <super>_final/ folders."""
     top = base / "Stanford_Online_Products"
     expected, image_id = [], 0
     for split, classes in (("train", train_classes), ("test", test_classes)):
@@ -94,8 +94,10 @@ def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(4, 5), per_class
 
 def make_inshop(base: Path) -> list[tuple[str, int, str]]:
     """``img/WOMEN/...`` and ``Eval/list_eval_partition.txt`` (count line, header, rows)."""
-    plan = [(2, "train"), (2, "train"), (5, "train"), (5, "train"), (7, "query"), (7, "gallery"), (9, "query"),
-            (9, "gallery"), (9, "gallery")]  # fmt: skip
+    plan = [
+        (2, "train"), (2, "train"), (5, "train"), (5, "train"),
+        (7, "query"), (7, "gallery"), (9, "query"), (9, "gallery"), (9, "gallery"),
+    ]  # fmt: skip
     rows, expected = [], []
     for i, (item, status) in enumerate(plan):
         relative = f"img/WOMEN/Dresses/id_{item:08d}/{i:02d}_1_front.jpg"
@@ -143,6 +145,9 @@ def shrink_spec(
     )
     joint = {key: len({label for _, label, s in expected if s in key}) for key in spec.joint_classes}
     counts = counts_of(expected)
-    splits = {split: replace(counts[split], classes=None if spec.splits[split].classes is None else counts[split].classes)
-              for split in spec.splits}  # fmt: skip
+    splits = {}
+    for split, real in spec.splits.items():  # keep "not checked" class counts as they are
+        splits[split] = replace(
+            counts[split], classes=None if real.classes is None else counts[split].classes
+        )
     monkeypatch.setitem(DATASETS, dataset, replace(spec, splits=splits, files=known, joint_classes=joint))
