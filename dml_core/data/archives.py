@@ -1,0 +1,60 @@
+"""Unpacking user-supplied or downloaded archives (.tgz/.tar/.tar.gz/.zip) safely into a dataset folder."""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+from dml_core.errors import InputError
+
+ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".zip")
+
+
+def is_archive(path: Path) -> bool:
+    return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _extract_zip(archive: Path, target: Path) -> None:
+    with zipfile.ZipFile(archive) as bundle:
+        for member in bundle.namelist():  # refuse entries escaping the target (../, absolute paths)
+            resolved = (target / member).resolve()
+            if resolved != target.resolve() and target.resolve() not in resolved.parents:
+                raise InputError(f"{archive}: member {member!r} would be written outside {target}; refusing")
+        bundle.extractall(target)
+
+
+def extract(archive: Path, destination: Path) -> list[Path]:
+    """Unpack ``archive`` into ``destination``; return the top-level entries it created.
+
+    Unpacks into a temporary folder first and moves the entries into place, so an interrupted extraction
+    leaves no half folder under its final name. Existing entries of the same name are replaced.
+    """
+    archive, destination = Path(archive), Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=destination))
+    try:
+        try:
+            if archive.name.lower().endswith(".zip"):
+                _extract_zip(archive, staging)
+            else:
+                with tarfile.open(archive) as bundle:
+                    bundle.extractall(staging, filter="data")  # "data" refuses links/paths escaping staging
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as error:
+            raise InputError(
+                f"{archive}: cannot unpack ({error}); the archive is damaged or incomplete, download it again"
+            ) from None
+        created = []
+        for entry in sorted(staging.iterdir()):
+            target = destination / entry.name
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
+            entry.rename(target)
+            created.append(target)
+        return created
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,87 @@
+"""Cars196 from ``cars_annos.mat`` (struct array ``annotations``: relative_im_path, bbox_x1..y2, class 1-196,
+test) over ``car_ims/``. DML split: classes 1-98 train, 99-196 test. The ``test`` flag and the devkit's
+``cars_train``/``cars_test`` are the *classification* split and are never used; class ids come from the
+annotation file, never from sorted folder names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+
+from dml_core.data.index import IndexRow
+from dml_core.data.sources.locate import (
+    check_images_exist,
+    find_files,
+    relative_to,
+    require_one,
+    resolve_image_base,
+)
+from dml_core.errors import InputError
+
+DATASET = "cars196"
+LAST_TRAIN_CLASS = 98
+EXPECTED = "cars_annos.mat next to the extracted car_ims/ folder (from car_ims.tgz)"
+# Files of the classification devkit (cars_train.tgz, cars_test.tgz, devkit/cars_train_annos.mat).
+CLASSIFICATION_MARKERS = ("cars_train", "cars_test", "cars_train_annos.mat", "cars_test_annos.mat")
+
+
+def _refuse_classification_layout(dataset_dir: Path) -> None:
+    for marker in CLASSIFICATION_MARKERS:
+        found = find_files(dataset_dir, marker)
+        if found:
+            raise InputError(
+                f"{DATASET}: found {found[0]} but no cars_annos.mat: cars_train/cars_test are the "
+                f"classification split (8,144/8,041), wrong for DML; supply car_ims.tgz and "
+                f"cars_annos.mat: dml prepare cars196 --root DIR --archive car_ims.tgz "
+                f"--archive cars_annos.mat"
+            )
+
+
+def _field(record: np.void, name: str, mat_path: Path):
+    try:
+        return np.asarray(record[name]).squeeze()
+    except (ValueError, KeyError):
+        raise InputError(
+            f"{DATASET}: {mat_path}: annotations: expected field {name!r}, found fields {record.dtype.names}"
+        ) from None
+
+
+def read_annotations(mat_path: Path) -> list[tuple[str, int]]:
+    """(relative_im_path, class id) for every entry of ``annotations`` in ``cars_annos.mat``."""
+    try:
+        mat = scipy.io.loadmat(mat_path)
+    except (ValueError, OSError, TypeError) as error:
+        raise InputError(f"{DATASET}: {mat_path}: not a readable MATLAB file ({error})") from None
+    if "annotations" not in mat:
+        raise InputError(
+            f"{DATASET}: {mat_path}: expected a variable 'annotations', found "
+            f"{sorted(key for key in mat if not key.startswith('__'))}"
+        )
+    entries = []
+    for record in np.asarray(mat["annotations"]).ravel():
+        path = str(_field(record, "relative_im_path", mat_path))
+        entries.append((path, int(_field(record, "class", mat_path))))
+    return entries
+
+
+def build_index(dataset_dir: Path) -> list[IndexRow]:
+    """Index rows for Cars196 found under ``dataset_dir``."""
+    if not find_files(dataset_dir, "cars_annos.mat"):
+        _refuse_classification_layout(dataset_dir)
+    mat_path = require_one(dataset_dir, "cars_annos.mat", DATASET, EXPECTED)
+    entries = read_annotations(mat_path)
+    if not entries:
+        raise InputError(f"{DATASET}: {mat_path}: annotations: expected 16,185 entries, found none")
+    # car_ims/ may sit next to the .mat (the original layout) or anywhere the user extracted it.
+    candidates = [mat_path.parent, dataset_dir] + [path.parent for path in find_files(dataset_dir, "car_ims")]
+    base = resolve_image_base(candidates, entries[0][0], DATASET, mat_path, dataset_dir)
+    rows = [
+        IndexRow(
+            relative_to(base / path, dataset_dir), label, "train" if label <= LAST_TRAIN_CLASS else "test"
+        )
+        for path, label in entries
+    ]
+    check_images_exist(DATASET, dataset_dir, [row.path for row in rows])
+    return rows

@@ -1,0 +1,58 @@
+"""CUB-200-2011 from its own files: ``images.txt`` (id, path under ``images/``) and ``image_class_labels.txt``
+(id, class 1-200). DML split: classes 1-100 train, 101-200 test. ``train_test_split.txt`` is the
+*classification* split and is deliberately never read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dml_core.data.index import IndexRow
+from dml_core.data.sources.locate import (
+    check_images_exist,
+    find_files,
+    read_table,
+    relative_to,
+    require_one,
+)
+from dml_core.errors import InputError
+
+DATASET = "cub200"
+LAST_TRAIN_CLASS = 100
+EXPECTED = (
+    "the extracted CUB_200_2011 folder (from CUB_200_2011.tgz) with images.txt and image_class_labels.txt"
+)
+
+
+def _refuse_classification_layout(dataset_dir: Path) -> None:
+    # Mirrors that ship CUB as train/ and test/ class folders carry the classification split (5,994/5,794).
+    train_dirs = [path for path in find_files(dataset_dir, "train") if path.is_dir()]
+    test_dirs = [path for path in find_files(dataset_dir, "test") if path.is_dir()]
+    if train_dirs and test_dirs:
+        raise InputError(
+            f"{DATASET}: found {train_dirs[0]} and {test_dirs[0]} but no images.txt: this looks like "
+            f"CUB's classification split, which is wrong for DML; supply {EXPECTED}"
+        )
+
+
+def build_index(dataset_dir: Path) -> list[IndexRow]:
+    """Index rows for CUB-200-2011 found under ``dataset_dir``."""
+    if not find_files(dataset_dir, "images.txt"):
+        _refuse_classification_layout(dataset_dir)
+    images_txt = require_one(dataset_dir, "images.txt", DATASET, EXPECTED)
+    labels_txt = require_one(dataset_dir, "image_class_labels.txt", DATASET, EXPECTED)
+    paths = {image_id: path for image_id, path in read_table(images_txt, DATASET, 2)}
+    labels = {image_id: label for image_id, label in read_table(labels_txt, DATASET, 2)}
+    if paths.keys() != labels.keys():
+        only = sorted(paths.keys() ^ labels.keys())[:5]
+        raise InputError(
+            f"{DATASET}: {images_txt} and {labels_txt} list different image ids (e.g. {only}); "
+            f"both must come from the same CUB_200_2011 release"
+        )
+    image_dir = images_txt.parent / "images"
+    rows = []
+    for image_id, path in paths.items():
+        label = int(labels[image_id])
+        split = "train" if label <= LAST_TRAIN_CLASS else "test"
+        rows.append(IndexRow(relative_to(image_dir / path, dataset_dir), label, split))
+    check_images_exist(DATASET, dataset_dir, [row.path for row in rows])
+    return rows

@@ -1,0 +1,79 @@
+"""Image transforms driven by the backbone's :class:`InputSpec` and the recipe's :class:`TransformConfig`.
+
+Order: resize (``squash`` to ``resize`` x ``resize`` as Caffe did, or ``shorter_side`` to ``resize`` keeping
+the aspect ratio) -> train: random crop of ``crop_size`` (or RandomResizedCrop straight from the decoded
+image, with ``rrc_scale``; the resize step is skipped then, as RandomResizedCrop sets the scale itself) and
+optional horizontal flip / eval: centre crop -> float in [0, 1] -> times ``value_scale`` -> channel order ->
+(x - mean) / std.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torchvision.transforms import v2
+
+from dml_core.input_spec import InputSpec
+
+
+@dataclass(frozen=True)
+class TransformConfig:
+    """The preprocessing fields a recipe names. ``crop_size=None`` takes ``InputSpec.input_size``."""
+
+    resize_mode: Literal["squash", "shorter_side"] = "shorter_side"
+    resize: int = 256
+    train_crop: Literal["random_crop", "random_resized_crop"] = "random_crop"
+    crop_size: int | None = None
+    rrc_scale: tuple[float, float] = (0.16, 1.0)
+    hflip: bool = True
+
+    def __post_init__(self) -> None:
+        from dml_core.errors import InputError
+
+        if self.resize_mode not in ("squash", "shorter_side"):
+            raise InputError(f"resize_mode: expected 'squash' or 'shorter_side', found {self.resize_mode!r}")
+        if self.train_crop not in ("random_crop", "random_resized_crop"):
+            raise InputError(
+                f"train_crop: expected 'random_crop' or 'random_resized_crop', found {self.train_crop!r}"
+            )
+        if self.crop_size is not None and self.crop_size > self.resize:
+            raise InputError(f"crop_size: expected at most resize ({self.resize}), found {self.crop_size}")
+
+
+class ToInputSpec(torch.nn.Module):
+    """A float RGB tensor in [0, 1] -> the backbone's convention (scale, channel order, mean/std)."""
+
+    def __init__(self, spec: InputSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        self.register_buffer("mean", torch.tensor(spec.mean, dtype=torch.float32).view(3, 1, 1))
+        self.register_buffer("std", torch.tensor(spec.std, dtype=torch.float32).view(3, 1, 1))
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        image = image * self.spec.value_scale
+        if self.spec.channel_order == "BGR":
+            image = image.flip(-3)
+        return (image - self.mean) / self.std
+
+
+def _resize(config: TransformConfig) -> v2.Transform:
+    size = (config.resize, config.resize) if config.resize_mode == "squash" else config.resize
+    return v2.Resize(size, interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
+
+
+def build_transform(input_spec: InputSpec, config: TransformConfig, train: bool) -> v2.Compose:
+    """PIL RGB image -> tensor (3, crop, crop) in ``input_spec``'s convention; random only when ``train``."""
+    crop = config.crop_size or input_spec.input_size
+    steps: list[torch.nn.Module] = [v2.ToImage()]
+    if train and config.train_crop == "random_resized_crop":
+        steps.append(v2.RandomResizedCrop(crop, scale=config.rrc_scale, antialias=True))
+    elif train:
+        steps += [_resize(config), v2.RandomCrop(crop)]
+    else:
+        steps += [_resize(config), v2.CenterCrop(crop)]
+    if train and config.hflip:
+        steps.append(v2.RandomHorizontalFlip())
+    steps += [v2.ToDtype(torch.float32, scale=True), ToInputSpec(input_spec)]
+    return v2.Compose(steps)

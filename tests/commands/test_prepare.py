@@ -1,0 +1,19 @@
+from dml_core.cli import main
+from tests.data.layouts import make_cub, shrink_spec
+
+
+def test_prepare_prints_the_counts_and_the_index(monkeypatch, tmp_path, capsys):
+    expected = make_cub(tmp_path / "src")
+    shrink_spec(monkeypatch, "cub200", expected)
+    code = main(["prepare", "cub200", "--root", str(tmp_path / "data"), "--archive", str(tmp_path / "src")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "cub200: verified (train 6, test 6 images)" in out
+    assert (tmp_path / "data" / "cub200" / "dml_index.csv").is_file()
+
+
+def test_wrong_input_is_one_line_and_exit_2(tmp_path, capsys):
+    code = main(["prepare", "cars196", "--root", str(tmp_path), "--no-download"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("error: cars196: cars_annos.mat not found")

@@ -1,0 +1,57 @@
+"""A loopback HTTP server with Range support, so the download path is tested without the internet."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+class _Served:
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.ranges: list[str | None] = []  # the Range header of every request, in order
+        self.honour_range = True
+
+
+def _handler(served: _Served):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # keep pytest output clean
+            pass
+
+        def do_GET(self) -> None:
+            data = served.files.get(self.path)
+            header = self.headers.get("Range")
+            served.ranges.append(header)
+            if data is None:
+                self.send_error(404)
+                return
+            start = int(header.removeprefix("bytes=").split("-")[0]) if header and served.honour_range else 0
+            if start >= len(data) and header and served.honour_range:
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.end_headers()
+                return
+            self.send_response(206 if start else 200)
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.send_header("Content-Length", str(len(data) - start))
+            self.end_headers()
+            self.wfile.write(data[start:])
+
+    return Handler
+
+
+@pytest.fixture
+def http_server():
+    """Yields (base_url, served); put bytes in ``served.files['/name']``."""
+    served = _Served()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", served
+    finally:
+        server.shutdown()
+        server.server_close()

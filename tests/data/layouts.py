@@ -1,0 +1,153 @@
+"""Tiny datasets in each benchmark's real on-disk layout, plus archives of them, for the preparation tests.
+
+Each ``make_*`` writes the published folder structure and annotation files with a few small JPEGs and returns
+the rows the index must contain (path relative to the dataset folder after extraction, label, split).
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+from PIL import Image
+
+from dml_core.data.download import md5_of
+from dml_core.data.registry import DATASETS, KnownFile, SplitCounts
+
+
+def write_jpeg(path: Path, seed: int, size: tuple[int, int] = (12, 10)) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(path, format="JPEG")
+
+
+def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3) -> list[tuple[str, int, str]]:
+    """``CUB_200_2011/``: images.txt, image_class_labels.txt, train_test_split.txt, classes.txt, images/."""
+    top = base / "CUB_200_2011"
+    images, labels, split_lines, expected = [], [], [], []
+    image_id = 0
+    for label in classes:
+        folder = f"{label:03d}.Bird_{label}"
+        for instance in range(per_class):
+            image_id += 1
+            relative = f"{folder}/Bird_{label}_{instance:04d}_{image_id}.jpg"
+            write_jpeg(top / "images" / relative, image_id)
+            images.append(f"{image_id} {relative}")
+            labels.append(f"{image_id} {label}")
+            split_lines.append(f"{image_id} {instance % 2}")  # the classification split: must be ignored
+            expected.append((f"CUB_200_2011/images/{relative}", label, "train" if label <= 100 else "test"))
+    (top / "images.txt").write_text("\n".join(images) + "\n")
+    (top / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
+    (top / "train_test_split.txt").write_text("\n".join(split_lines) + "\n")
+    (top / "classes.txt").write_text("".join(f"{label} {label:03d}.Bird_{label}\n" for label in classes))
+    return expected
+
+
+def write_cars_annos(path: Path, entries: list[tuple[str, int, int]]) -> None:
+    """``cars_annos.mat`` as published: struct array ``annotations`` (1 x N), cell ``class_names``."""
+    fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
+    annotations = np.zeros((1, len(entries)), dtype=[(name, object) for name in fields])
+    for i, (relative, label, test) in enumerate(entries):
+        annotations[0, i] = (relative, 1, 2, 9, 8, np.array([[label]], dtype=np.uint8), np.array([[test]]))
+    class_names = np.empty((1, 196), dtype=object)
+    class_names[0, :] = [f"Car model {i}" for i in range(1, 197)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scipy.io.savemat(path, {"annotations": annotations, "class_names": class_names})
+
+
+def make_cars(base: Path, classes=(1, 2, 99, 100), per_class: int = 3) -> list[tuple[str, int, str]]:
+    """``car_ims/000001.jpg``... and ``cars_annos.mat`` side by side (car_ims.tgz + cars_annos.mat)."""
+    entries, expected = [], []
+    image_id = 0
+    for label in classes:
+        for instance in range(per_class):
+            image_id += 1
+            relative = f"car_ims/{image_id:06d}.jpg"
+            write_jpeg(base / relative, 1000 + image_id)
+            entries.append((relative, label, instance % 2))  # `test` flag: the classification split, ignored
+            expected.append((relative, label, "train" if label <= 98 else "test"))
+    write_cars_annos(base / "cars_annos.mat", entries)
+    return expected
+
+
+def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(4, 5), per_class: int = 2):
+    """``Stanford_Online_Products/``: Ebay_train.txt, Ebay_test.txt, Ebay_info.txt, <super>_final/ folders."""
+    top = base / "Stanford_Online_Products"
+    expected, image_id = [], 0
+    for split, classes in (("train", train_classes), ("test", test_classes)):
+        lines = ["image_id class_id super_class_id path"]
+        for label in classes:
+            for instance in range(per_class):
+                image_id += 1
+                relative = f"bicycle_final/{110000 + label}_{instance}.JPG"
+                write_jpeg(top / relative, 2000 + image_id)
+                lines.append(f"{image_id} {label} 1 {relative}")
+                expected.append((f"Stanford_Online_Products/{relative}", label, split))
+        (top / f"Ebay_{split}.txt").write_text("\n".join(lines) + "\n")
+    (top / "Ebay_info.txt").write_text("image_id class_id super_class_id path\n")
+    return expected
+
+
+def make_inshop(base: Path) -> list[tuple[str, int, str]]:
+    """``img/WOMEN/...`` and ``Eval/list_eval_partition.txt`` (count line, header, rows)."""
+    plan = [
+        (2, "train"), (2, "train"), (5, "train"), (5, "train"),
+        (7, "query"), (7, "gallery"), (9, "query"), (9, "gallery"), (9, "gallery"),
+    ]  # fmt: skip
+    rows, expected = [], []
+    for i, (item, status) in enumerate(plan):
+        relative = f"img/WOMEN/Dresses/id_{item:08d}/{i:02d}_1_front.jpg"
+        write_jpeg(base / relative, 3000 + i)
+        rows.append(f"{relative:<60} id_{item:08d} {status}")
+        expected.append((relative, item, status))
+    listing = base / "Eval" / "list_eval_partition.txt"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(f"{len(rows)}\nimage_name item_id evaluation_status\n" + "\n".join(rows) + "\n")
+    return expected
+
+
+def make_tgz(archive: Path, folder: Path, names: list[str]) -> Path:
+    with tarfile.open(archive, "w:gz") as bundle:
+        for name in names:
+            bundle.add(folder / name, arcname=name)
+    return archive
+
+
+def make_zip(archive: Path, folder: Path, name: str) -> Path:
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for path in sorted((folder / name).rglob("*")):
+            bundle.write(path, path.relative_to(folder).as_posix())
+    return archive
+
+
+def counts_of(expected: list[tuple[str, int, str]]) -> dict[str, SplitCounts]:
+    splits = dict.fromkeys(split for _, _, split in expected)
+    return {
+        split: SplitCounts(
+            sum(1 for *_, s in expected if s == split), len({label for _, label, s in expected if s == split})
+        )
+        for split in splits
+    }
+
+
+def shrink_spec(
+    monkeypatch, dataset: str, expected, files: dict[str, Path] | None = None, url: str | None = None
+):
+    """Swap the registry entry for one whose counts (and md5s of ``files``) match a tiny fixture."""
+    spec = DATASETS[dataset]
+    known = (
+        tuple(KnownFile(name, md5_of(path), url if url else None) for name, path in (files or {}).items())
+        or spec.files
+    )
+    joint = {key: len({label for _, label, s in expected if s in key}) for key in spec.joint_classes}
+    counts = counts_of(expected)
+    splits = {}
+    for split, real in spec.splits.items():  # keep "not checked" class counts as they are
+        splits[split] = replace(
+            counts[split], classes=None if real.classes is None else counts[split].classes
+        )
+    monkeypatch.setitem(DATASETS, dataset, replace(spec, splits=splits, files=known, joint_classes=joint))

@@ -1,0 +1,56 @@
+import pytest
+
+from dml_core.data.index import IndexRow, read_index, write_index
+from dml_core.data.loading import load_split
+from dml_core.data.prepare import prepare
+from dml_core.errors import InputError
+from tests.data.layouts import make_cub, shrink_spec
+
+
+@pytest.fixture
+def tiny_cub(monkeypatch, tmp_path):
+    expected = make_cub(tmp_path / "src")
+    shrink_spec(monkeypatch, "cub200", expected)
+    prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
+    return tmp_path / "data"
+
+
+def test_load_split_returns_paths_and_labels(tiny_cub):
+    train = load_split("cub200", tiny_cub, "train")
+    assert len(train) == 6 and set(train.labels.tolist()) == {1, 2}
+    assert all(path.is_file() for path in train.paths)
+    assert train.dense_labels().tolist() == [0, 0, 0, 1, 1, 1]
+    assert set(load_split("cub200", tiny_cub, "test").labels.tolist()) == {101, 102}
+
+
+def test_unknown_split_and_missing_index(tiny_cub, tmp_path):
+    with pytest.raises(InputError, match=r"split: expected one of train/test, found 'query'"):
+        load_split("cub200", tiny_cub, "query")
+    with pytest.raises(InputError, match=r"index not found; run `dml prepare sop"):
+        load_split("sop", tmp_path / "nowhere", "train")
+
+
+def test_every_load_rechecks_the_counts(tiny_cub):
+    dataset_dir = tiny_cub / "cub200"
+    rows = read_index(dataset_dir)
+    write_index(dataset_dir, rows[:-1])  # an index edited after prepare
+    with pytest.raises(InputError, match=r"split 'test': expected 6 images in 2 classes, found 5 images"):
+        load_split("cub200", tiny_cub, "train")
+
+
+def test_shared_classes_are_refused(tiny_cub):
+    dataset_dir = tiny_cub / "cub200"
+    rows = read_index(dataset_dir)
+    moved = [IndexRow(row.path, row.label, "test" if row.label == 1 and i == 0 else row.split) for i, row in
+             enumerate(rows)]  # fmt: skip
+    write_index(dataset_dir, moved)
+    with pytest.raises(InputError, match=r"share 1 classes"):
+        load_split("cub200", tiny_cub, "test")
+
+
+def test_classification_split_counts_are_named(tmp_path):
+    dataset_dir = tmp_path / "cub200"
+    rows = [IndexRow(f"{i}.jpg", 1 + i % 200, "train" if i < 5994 else "test") for i in range(11788)]
+    write_index(dataset_dir, rows)
+    with pytest.raises(InputError, match=r"found 5,994 images .*classification split \(train_test_split.txt"):
+        load_split("cub200", tmp_path, "train")
