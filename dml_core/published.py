@@ -146,9 +146,7 @@ class PublishedRow(_Strict):
     @classmethod
     def _known_dataset(cls, value: str) -> str:
         if not is_dataset_name(value):
-            raise ValueError(
-                f"expected one of {', '.join(IMAGE_DATASETS)} or uci:<lowercase name>, found {value!r}"
-            )
+            raise ValueError(f"expected one of {', '.join(IMAGE_DATASETS)} or uci:<lowercase name>, found {value!r}")
         return value
 
     @field_validator("metrics")
@@ -158,9 +156,7 @@ class PublishedRow(_Strict):
             raise ValueError("expected at least one metric, found none")
         for key, number in value.items():
             if not is_metric_key(key):
-                raise ValueError(
-                    f"expected metric keys R@<K> or one of {', '.join(FIXED_METRICS)}, found {key!r}"
-                )
+                raise ValueError(f"expected metric keys R@<K> or one of {', '.join(FIXED_METRICS)}, found {key!r}")
             if number < 0 or ((key in _PERCENT_METRICS or key.startswith("R@")) and number > 100):
                 raise ValueError(f"expected {key} in percent (0-100), found {number}")
         return value
@@ -231,9 +227,7 @@ def published_path(key: str, papers_dir: str | os.PathLike | None = None) -> Pat
     return Path(papers_dir or PAPERS_DIR) / key / "published.yaml"
 
 
-def load_published(
-    key_or_path: str | os.PathLike, papers_dir: str | os.PathLike | None = None
-) -> PublishedPaper:
+def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike | None = None) -> PublishedPaper:
     """Load and validate one paper's tables, from a paper key (``"drml"``) or a path to a ``published.yaml``.
 
     The file must sit in a folder named after its ``paper.key``. Every problem raises :class:`InputError`
@@ -257,14 +251,10 @@ def load_published(
         first = error.errors()[0]
         where = _describe_location(raw, first["loc"])
         more = f" (and {error.error_count() - 1} more errors)" if error.error_count() > 1 else ""
-        found = (
-            f"; found {first['input']!r}" if first["type"] != "missing" and _is_short(first["input"]) else ""
-        )
+        found = f"; found {first['input']!r}" if first["type"] != "missing" and _is_short(first["input"]) else ""
         raise InputError(f"{path}: {where}: {first['msg']}{found}{more}") from None
     if paper.paper.key != path.parent.name:
-        raise InputError(
-            f"{path}: paper.key: expected the folder name {path.parent.name!r}, found {paper.paper.key!r}"
-        )
+        raise InputError(f"{path}: paper.key: expected the folder name {path.parent.name!r}, found {paper.paper.key!r}")
     return paper
 
 

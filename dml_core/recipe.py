@@ -53,7 +53,7 @@ class HeadSettings(_Strict):
 
 class ModelSettings(_Strict):
     backbone: Literal["bn_inception", "googlenet", "resnet50"]
-    weights: str = "imagenet"  # "imagenet" (verified file), "random" (recorded as random init) or a path
+    weights: str = "pretrained"  # "pretrained" (the known ImageNet file, sha256-checked), "random", or a path
     pooling: Literal["avg", "max", "avg+max"] = "avg"
     embedding_dim: int = 512
     normalize: bool = True  # L2-normalise the embedding the loss sees

@@ -19,9 +19,7 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dataset", choices=sorted(DATASETS))
-    parser.add_argument(
-        "--root", type=Path, required=True, help="data folder; the dataset goes to ROOT/DATASET"
-    )
+    parser.add_argument("--root", type=Path, required=True, help="data folder; the dataset goes to ROOT/DATASET")
     parser.add_argument(
         "--archive",
         type=Path,
@@ -30,9 +28,7 @@ def add_parser(subparsers) -> None:
         metavar="PATH",
         help="an archive, annotation file or extracted folder you supply (repeatable)",
     )
-    parser.add_argument(
-        "--no-download", action="store_true", help="never download; fail if the data is absent"
-    )
+    parser.add_argument("--no-download", action="store_true", help="never download; fail if the data is absent")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(run=run)
 

@@ -35,9 +35,7 @@ def _open(url: str, offset: int, timeout: float):
     return urllib.request.urlopen(request, timeout=timeout)
 
 
-def download(
-    url: str, destination: Path, md5: str | None, *, progress: bool = True, timeout: float = 60.0
-) -> Path:
+def download(url: str, destination: Path, md5: str | None, *, progress: bool = True, timeout: float = 60.0) -> Path:
     """Fetch ``url`` into ``destination``; resume ``destination.part`` if present; verify ``md5`` when given.
 
     On a checksum mismatch the partial file is removed (its bytes are not trusted) and an

@@ -35,9 +35,7 @@ class ImageDataset(Dataset):
     The index lets a sampler's positions be traced back (two-stream and paired batches, memory banks).
     """
 
-    def __init__(
-        self, split_index: SplitIndex, transform: Callable[[Image.Image], Any] | None = None
-    ) -> None:
+    def __init__(self, split_index: SplitIndex, transform: Callable[[Image.Image], Any] | None = None) -> None:
         self.split_index = split_index
         self.transform = transform
         self._paths = split_index.paths

@@ -89,17 +89,14 @@ def read_index(dataset_dir: Path) -> list[IndexRow]:
         reader = csv.reader(handle)
         header = tuple(next(reader, ()))
         if header[: len(INDEX_COLUMNS)] != INDEX_COLUMNS:
-            raise InputError(
-                f"{path}: header: expected columns {','.join(INDEX_COLUMNS)}, found {','.join(header)}"
-            )
+            raise InputError(f"{path}: header: expected columns {','.join(INDEX_COLUMNS)}, found {','.join(header)}")
         rows = []
         for line_number, fields in enumerate(reader, start=2):
             try:
                 rows.append(IndexRow(fields[0], int(fields[1]), fields[2]))
             except (IndexError, ValueError):
                 raise InputError(
-                    f"{path}: line {line_number}: expected 'path,label,split' with an int label, "
-                    f"found {fields}"
+                    f"{path}: line {line_number}: expected 'path,label,split' with an int label, found {fields}"
                 ) from None
     return rows
 

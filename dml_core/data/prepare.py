@@ -59,8 +59,7 @@ def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> None:
             target.unlink()
         elif target.exists():
             raise InputError(
-                f"{source}: --archive: {target} already exists and is not a link; remove it or "
-                f"pass that folder instead"
+                f"{source}: --archive: {target} already exists and is not a link; remove it or pass that folder instead"
             )
         target.symlink_to(source, target_is_directory=True)  # link, not copy: image folders are large
         return

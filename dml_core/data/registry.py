@@ -122,8 +122,7 @@ DATASETS: dict[str, DatasetSpec] = {
         title="Embedded glyphs (generated, for CPU smoke runs)",
         splits={
             split: SplitCounts(
-                len([c for c in embedded.class_codes() if embedded.split_of(c) == split])
-                * embedded.IMAGES_PER_CLASS,
+                len([c for c in embedded.class_codes() if embedded.split_of(c) == split]) * embedded.IMAGES_PER_CLASS,
                 len([c for c in embedded.class_codes() if embedded.split_of(c) == split]),
             )
             for split in ("train", "test")

@@ -43,9 +43,7 @@ def draw_from_class(positions: np.ndarray, k: int, rng: np.random.Generator) -> 
     return np.concatenate([rng.permutation(positions), rng.choice(positions, size=k - len(positions))])
 
 
-def class_chunks(
-    classes: dict[int, np.ndarray], k: int, rng: np.random.Generator
-) -> dict[int, list[np.ndarray]]:
+def class_chunks(classes: dict[int, np.ndarray], k: int, rng: np.random.Generator) -> dict[int, list[np.ndarray]]:
     """Each class's images shuffled and cut into chunks of K, covering every image once (module rules)."""
     chunks = {}
     for label, positions in classes.items():
@@ -81,9 +79,7 @@ def group_chunks(
         others = np.setdiff1d(np.flatnonzero(remaining > 0), urgent)
         wanted = min(p - len(urgent), len(others))
         weights = remaining[others] / remaining[others].sum() if wanted else None
-        picked = np.concatenate([urgent, rng.choice(others, size=wanted, replace=False, p=weights)]).astype(
-            int
-        )
+        picked = np.concatenate([urgent, rng.choice(others, size=wanted, replace=False, p=weights)]).astype(int)
         picked = rng.permutation(picked)
         batch: list[Chunk] = []
         for slot in picked:
@@ -156,9 +152,7 @@ class RandomBatchSampler(EpochBatchSampler):
 
 def _check_pk(classes: dict[int, np.ndarray], p: int, k: int, what: str) -> None:
     if not 1 <= p <= len(classes):
-        raise InputError(
-            f"{what}: expected 1..{len(classes)} classes per batch (the split's classes), found {p}"
-        )
+        raise InputError(f"{what}: expected 1..{len(classes)} classes per batch (the split's classes), found {p}")
     if k < 1:
         raise InputError(f"{what}: expected at least 1 image per class, found {k}")
 
@@ -258,9 +252,7 @@ class PairedClassSampler(EpochBatchSampler):
         batches = []
         for blocks in self.first.class_blocks():
             first = np.concatenate([chunk for _, chunk in blocks])
-            second = np.concatenate(
-                [draw_from_class(self.first.classes[label], self.k, rng) for label, _ in blocks]
-            )
+            second = np.concatenate([draw_from_class(self.first.classes[label], self.k, rng) for label, _ in blocks])
             batches.append(np.concatenate([first, second]).tolist())
         return batches
 

@@ -35,9 +35,7 @@ class TransformConfig:
         if self.resize_mode not in ("squash", "shorter_side"):
             raise InputError(f"resize_mode: expected 'squash' or 'shorter_side', found {self.resize_mode!r}")
         if self.train_crop not in ("random_crop", "random_resized_crop"):
-            raise InputError(
-                f"train_crop: expected 'random_crop' or 'random_resized_crop', found {self.train_crop!r}"
-            )
+            raise InputError(f"train_crop: expected 'random_crop' or 'random_resized_crop', found {self.train_crop!r}")
         if self.crop_size is not None and self.crop_size > self.resize:
             raise InputError(f"crop_size: expected at most resize ({self.resize}), found {self.crop_size}")
 

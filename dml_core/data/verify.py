@@ -32,20 +32,12 @@ def verify_rows(spec: DatasetSpec, rows: list[IndexRow], dataset_dir: Path) -> N
             wanted = f"{expected.images:,} images" + (
                 f" in {expected.classes:,} classes" if expected.classes is not None else ""
             )
-            hint = (
-                f" ({spec.wrong_split_hints[images]}, wrong for DML)"
-                if images in spec.wrong_split_hints
-                else ""
-            )
-            problems.append(
-                f"split {split!r}: expected {wanted}, found {images:,} images in {classes:,} classes{hint}"
-            )
+            hint = f" ({spec.wrong_split_hints[images]}, wrong for DML)" if images in spec.wrong_split_hints else ""
+            problems.append(f"split {split!r}: expected {wanted}, found {images:,} images in {classes:,} classes{hint}")
     for splits, expected_classes in spec.joint_classes.items():
         found = len(_classes(rows, splits))
         if found != expected_classes:
-            problems.append(
-                f"splits {'+'.join(splits)}: expected {expected_classes:,} classes, found {found:,}"
-            )
+            problems.append(f"splits {'+'.join(splits)}: expected {expected_classes:,} classes, found {found:,}")
     train = _classes(rows, ["train"])
     shared = train & _classes(rows, [split for split in spec.splits if split != "train"])
     if shared:

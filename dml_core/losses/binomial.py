@@ -28,9 +28,7 @@ class BinomialDevianceLoss(nn.Module):
     binomial deviance loss; the tests check hand-computed cases. ``last_terms``: "pos", "neg".
     """
 
-    def __init__(
-        self, alpha: float = 2.0, beta: float = 0.5, neg_cost: float = 25.0, distance: str = "cosine"
-    ) -> None:
+    def __init__(self, alpha: float = 2.0, beta: float = 0.5, neg_cost: float = 25.0, distance: str = "cosine") -> None:
         super().__init__()
         check_choice(distance, tuple(d for d in DISTANCES if is_similarity(d)), "binomial", "distance")
         self.alpha, self.beta, self.neg_cost, self.distance = alpha, beta, neg_cost, distance

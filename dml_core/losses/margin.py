@@ -59,6 +59,15 @@ class MarginLoss(nn.Module):
             self._generator.manual_seed(self.seed)
         return self._generator
 
+    # The sampling generator's state travels in state_dict(), so a resumed run draws the same triplets.
+    def get_extra_state(self) -> dict:
+        return {"generator": None if self._generator is None else self._generator.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        if state.get("generator") is not None:
+            self._generator = torch.Generator()
+            self._generator.set_state(state["generator"])
+
     def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         check_batch(embeddings, labels, "margin")
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")

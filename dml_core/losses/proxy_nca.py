@@ -24,9 +24,7 @@ class ProxyNCALoss(nn.Module):
     group: ``{"params": loss.parameters(), "lr": proxy_lr}``.
     """
 
-    def __init__(
-        self, num_classes: int, embedding_dim: int, scale: float = 1.0, exclude_positive: bool = True
-    ) -> None:
+    def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0, exclude_positive: bool = True) -> None:
         super().__init__()
         self.proxies = make_proxies(num_classes, embedding_dim, "proxy_nca")
         self.scale, self.exclude_positive = scale, exclude_positive

@@ -53,9 +53,7 @@ def build_loss(name: str, **params: object) -> nn.Module:
     accepted = loss_parameters(name)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise InputError(
-            f"loss {name!r}: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted)}"
-        )
+        raise InputError(f"loss {name!r}: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted)}")
     missing = [k for k, p in accepted.items() if p.default is inspect.Parameter.empty and k not in params]
     if missing:
         raise InputError(f"loss {name!r}: missing required parameter(s) {', '.join(missing)}")

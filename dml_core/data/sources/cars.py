@@ -78,9 +78,7 @@ def build_index(dataset_dir: Path) -> list[IndexRow]:
     candidates = [mat_path.parent, dataset_dir] + [path.parent for path in find_files(dataset_dir, "car_ims")]
     base = resolve_image_base(candidates, entries[0][0], DATASET, mat_path, dataset_dir)
     rows = [
-        IndexRow(
-            relative_to(base / path, dataset_dir), label, "train" if label <= LAST_TRAIN_CLASS else "test"
-        )
+        IndexRow(relative_to(base / path, dataset_dir), label, "train" if label <= LAST_TRAIN_CLASS else "test")
         for path, label in entries
     ]
     check_images_exist(DATASET, dataset_dir, [row.path for row in rows])

@@ -18,9 +18,7 @@ from dml_core.errors import InputError
 
 DATASET = "cub200"
 LAST_TRAIN_CLASS = 100
-EXPECTED = (
-    "the extracted CUB_200_2011 folder (from CUB_200_2011.tgz) with images.txt and image_class_labels.txt"
-)
+EXPECTED = "the extracted CUB_200_2011 folder (from CUB_200_2011.tgz) with images.txt and image_class_labels.txt"
 
 
 def _refuse_classification_layout(dataset_dir: Path) -> None:

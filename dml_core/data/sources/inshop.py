@@ -42,9 +42,7 @@ def build_index(dataset_dir: Path) -> list[IndexRow]:
     listing = require_one(dataset_dir, "list_eval_partition.txt", DATASET, EXPECTED)
     entries = read_table(listing, DATASET, 3, skip=2)
     if not entries:
-        raise InputError(
-            f"{DATASET}: {listing}: expected 52,712 entries after the two header lines, found none"
-        )
+        raise InputError(f"{DATASET}: {listing}: expected 52,712 entries after the two header lines, found none")
     for line_number, (_path, _item, status) in enumerate(entries, start=3):
         if status not in SPLITS:
             raise InputError(

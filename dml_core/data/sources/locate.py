@@ -88,8 +88,6 @@ def read_table(path: Path, dataset: str, columns: int, skip: int = 0) -> list[li
         if not fields:
             continue
         if len(fields) < columns:
-            raise InputError(
-                f"{dataset}: {path}: line {line_number}: expected {columns} fields, found {line!r}"
-            )
+            raise InputError(f"{dataset}: {path}: line {line_number}: expected {columns} fields, found {line!r}")
         rows.append(fields)
     return rows

@@ -1,0 +1,5 @@
+"""The shared training and evaluation loop every recipe calls: ``train(recipe, out_dir, ...)``."""
+
+from dml_core.training.trainer import NonFiniteLossError, train
+
+__all__ = ["NonFiniteLossError", "train"]

@@ -1,0 +1,148 @@
+"""Recipe -> the objects a run needs: data, model, loss, sampler. Plain calls into the registries."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transform, load_split
+from dml_core.data.index import SplitIndex
+from dml_core.errors import InputError
+from dml_core.evaluation import recall_ks_for
+from dml_core.losses import LOSSES, build_loss
+from dml_core.models import (
+    EmbeddingModel,
+    LinearEmbedding,
+    MultiLevelFusionHead,
+    RelationalHead,
+    build_backbone,
+)
+from dml_core.recipe import Recipe
+
+QUERY_GALLERY_SPLITS = ("query", "gallery")
+
+
+def data_root(recipe: Recipe, override: Path | None = None) -> Path:
+    """Where prepared datasets live: --data-root, the recipe's data.root, $DML_DATA_ROOT, else ./data."""
+    return Path(override or recipe.data.root or os.environ.get("DML_DATA_ROOT", "data"))
+
+
+@dataclass
+class TestSet:
+    """The evaluation images: one split (CUB, Cars, SOP) or query + gallery (In-Shop) with masks."""
+
+    dataset: ImageDataset
+    labels: np.ndarray
+    query_mask: np.ndarray | None
+    gallery_mask: np.ndarray | None
+
+
+def _concat(a: SplitIndex, b: SplitIndex) -> SplitIndex:
+    if a.root != b.root:
+        raise ValueError("query and gallery splits come from different folders")
+    return SplitIndex(
+        a.dataset, "query+gallery", a.root, a.relative_paths + b.relative_paths, np.concatenate([a.labels, b.labels])
+    )
+
+
+def load_test_split(dataset: str, root: Path) -> tuple[SplitIndex, np.ndarray | None, np.ndarray | None]:
+    from dml_core.data.registry import get_spec
+
+    if "test" in get_spec(dataset).splits:
+        return load_split(dataset, root, "test"), None, None
+    query, gallery = (load_split(dataset, root, split) for split in QUERY_GALLERY_SPLITS)
+    mask = np.zeros(len(query) + len(gallery), dtype=bool)
+    mask[: len(query)] = True
+    return _concat(query, gallery), mask, ~mask
+
+
+def build_model(recipe: Recipe) -> EmbeddingModel:
+    settings = recipe.model
+    backbone = build_backbone(settings.backbone, weights=settings.weights)
+    params = dict(settings.head.params)
+    if settings.head.name == "linear":
+        head = LinearEmbedding(backbone.feature_dim, settings.embedding_dim, normalize=settings.normalize, **params)
+    elif settings.head.name == "multi_level_fusion":
+        levels = params.pop("levels", list(backbone.level_names[-3:]))
+        unknown = sorted(set(levels) - set(backbone.level_names))
+        if unknown:
+            raise InputError(f"model.head.params.levels: {unknown} not in {settings.backbone}'s {backbone.level_names}")
+        head = MultiLevelFusionHead(
+            {level: backbone.level_dims[level] for level in levels},
+            settings.embedding_dim,
+            normalize=settings.normalize,
+            **params,
+        )
+    else:  # relational
+        head = RelationalHead(backbone.feature_dim, normalize=settings.normalize, **params)
+    return EmbeddingModel(backbone, settings.pooling, head, frozen_bn=settings.frozen_bn)
+
+
+def embedding_dim_of(model: EmbeddingModel, recipe: Recipe) -> int:
+    """The embedding's width, measured (heads such as the fusion or relational one multiply it)."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        size = max(64, recipe.data.transforms.crop_size or 64)
+        width = model.embed(torch.zeros(2, 3, size, size)).shape[1]
+    model.train(was_training)
+    return int(width)
+
+
+def build_loss_for(recipe: Recipe, num_classes: int, embedding_dim: int, group_sizes: tuple[int, ...]) -> nn.Module:
+    """The recipe's loss; ``num_classes``, ``embedding_dim`` and ``group_sizes`` are filled in when the loss
+    takes them and the recipe does not set them (proxies need the first two, two-stream losses the last)."""
+    params = dict(recipe.loss.params)
+    if recipe.loss.name in LOSSES:
+        accepted = inspect.signature(LOSSES[recipe.loss.name].__init__).parameters
+        derived = {"num_classes": num_classes, "embedding_dim": embedding_dim, "group_sizes": group_sizes}
+        for key, value in derived.items():
+            if key in accepted and key not in params:
+                params[key] = value
+    return build_loss(recipe.loss.name, **params)
+
+
+def build_sampler(recipe: Recipe, labels: np.ndarray):
+    name = recipe.sampler.name
+    if name not in SAMPLERS:
+        raise InputError(f"sampler.name: expected one of {sorted(SAMPLERS)}, found {name!r}")
+    try:
+        return SAMPLERS[name](labels, seed=recipe.training.seed, **recipe.sampler.params)
+    except TypeError as error:
+        raise InputError(f"sampler {name!r}: bad parameters {recipe.sampler.params}: {error}") from None
+
+
+def transform_config(recipe: Recipe) -> TransformConfig:
+    settings = recipe.data.transforms
+    return TransformConfig(
+        resize_mode=settings.resize_mode,
+        resize=settings.resize,
+        train_crop=settings.train_crop,
+        crop_size=settings.crop_size,
+        rrc_scale=tuple(settings.rrc_scale),
+        hflip=settings.hflip,
+    )
+
+
+def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
+    """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
+    config = transform_config(recipe)
+    train_split = load_split(recipe.data.dataset, root, "train")
+    train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
+    test_split, query_mask, gallery_mask = load_test_split(recipe.data.dataset, root)
+    test = ImageDataset(test_split, build_transform(model.input_spec, config, train=False))
+    return train, train_split.dense_labels(), TestSet(test, test_split.labels, query_mask, gallery_mask)
+
+
+def recall_ks(recipe: Recipe) -> list[int]:
+    if recipe.evaluation.recall_ks:
+        return list(recipe.evaluation.recall_ks)
+    if recipe.data.dataset == "embedded":
+        return [1, 2, 4, 8]
+    return list(recall_ks_for(recipe.data.dataset))

@@ -1,0 +1,84 @@
+"""Evaluating a model on its recipe's test split: embed every test image, then ``dml_core.evaluation``."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
+from dml_core.recipe import Recipe
+from dml_core.training import builders
+from dml_core.training.checkpoint import load_checkpoint
+
+
+def autocast(device: torch.device, enabled: bool):
+    """bf16 autocast on CUDA when enabled; CPU runs stay fp32 (and deterministic)."""
+    if device.type == "cuda" and enabled:
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def kmeans_config(recipe: Recipe) -> KMeansConfig:
+    settings = recipe.evaluation
+    return KMeansConfig(settings.kmeans_backend, settings.kmeans_iterations, settings.kmeans_seed)
+
+
+def embed_dataset(model, dataset, batch_size: int, num_workers: int, device: torch.device, bf16: bool) -> np.ndarray:
+    """Embeddings of every item of ``dataset`` in order (model in eval mode, no gradients)."""
+    loader = DataLoader(
+        dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers, pin_memory=device.type == "cuda"
+    )
+    was_training = model.training
+    model.eval()
+    chunks = []
+    with torch.no_grad(), autocast(device, bf16):
+        for images, _, _ in loader:
+            chunks.append(model.embed(images.to(device, non_blocking=True)).float().cpu())
+    model.train(was_training)
+    return torch.cat(chunks).numpy()
+
+
+def evaluate_model(model, test_set: builders.TestSet, recipe: Recipe, device: torch.device) -> Evaluation:
+    """The recipe's evaluation protocol (metrics, K list, normalisation, k-means) on the test set."""
+    embeddings = embed_dataset(
+        model,
+        test_set.dataset,
+        recipe.training.eval_batch_size,
+        recipe.data.num_workers,
+        device,
+        recipe.training.bf16,
+    )
+    return evaluate(
+        embeddings,
+        test_set.labels,
+        builders.recall_ks(recipe),
+        metrics=recipe.evaluation.metrics,
+        normalize=recipe.evaluation.normalize,
+        query_mask=test_set.query_mask,
+        gallery_mask=test_set.gallery_mask,
+        kmeans=kmeans_config(recipe),
+        device=device,
+    )
+
+
+def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str | None = None) -> dict:
+    """Rebuild the checkpoint's model (its own weights, no pretrained file needed) and evaluate it."""
+    state = load_checkpoint(path)
+    recipe = Recipe.model_validate({**state["recipe"], "model": {**state["recipe"]["model"], "weights": "random"}})
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = builders.build_model(recipe)
+    model.load_state_dict(state["model"])
+    model.to(device)
+    _, _, test_set = builders.build_datasets(recipe, model, builders.data_root(recipe, data_root))
+    result = evaluate_model(model, test_set, recipe, device)
+    return {
+        "checkpoint": str(path),
+        "recipe_id": state["recipe_id"],
+        "recipe_sha256": state["recipe_sha256"],
+        "iteration": state["iteration"],
+        **result.to_dict(),
+    }

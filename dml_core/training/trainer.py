@@ -1,0 +1,245 @@
+"""The training loop: iterations (or epochs) of sampler batches, evaluation every N, atomic checkpoints,
+exact resume, and a results file that says how every number was obtained.
+
+Reproducibility: the model is initialised from the run's seed; batch order is a function of (seed, epoch) and
+each image's augmentation of (seed, epoch, batch, slot) (``seeded_batches``); the RNG states and every
+module's state go into the checkpoint. A run killed at any point and resumed with ``resume=True`` therefore
+ends with the same weights and metrics as an uninterrupted one (tested on the CPU with SIGKILL).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from dml_core import provenance
+from dml_core.errors import InputError
+from dml_core.models import BackboneWarmup
+from dml_core.recipe import Recipe
+from dml_core.results import SCHEMA_VERSION, select, write_results
+from dml_core.training import builders
+from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from dml_core.training.evaluation import autocast, evaluate_model
+from dml_core.training.optim import build_optimizer, build_scheduler
+from dml_core.training.seeded_batches import EpochSlice, SeededDataset
+
+RESULTS_NAME = "results.json"
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint is kept untouched."""
+
+
+def _loss_terms(loss_fn, loss: torch.Tensor) -> dict[str, float]:
+    terms = {"loss": float(loss.detach())}
+    for name, value in getattr(loss_fn, "last_terms", {}).items():
+        terms[name] = float(value)
+    return terms
+
+
+def _rng_state(device: torch.device) -> dict:
+    state = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _restore_rng(state: dict, device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def train(
+    recipe: Recipe,
+    out_dir: str | Path,
+    *,
+    recipe_path: str | Path | None = None,
+    overrides: list[str] = (),
+    smoke: bool = False,
+    resume: bool = False,
+    data_root: str | Path | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    results_path: str | Path | None = None,
+) -> Path:
+    """Run ``recipe`` (already smoke-shrunk when ``smoke``) and write its results file; return its path.
+
+    ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
+    checkpoint is continued and a finished run is left as it is.
+    """
+    out_dir = Path(out_dir)
+    results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
+    checkpoint_path = out_dir / CHECKPOINT_NAME
+    settings = recipe.training
+    if recipe.evaluation.selection == "best_r1" and "recall" not in recipe.evaluation.metrics:
+        raise InputError(f"recipe {recipe.id}: evaluation.selection 'best_r1' needs 'recall' in evaluation.metrics")
+    if checkpoint_path.exists() and not resume:
+        raise InputError(
+            f"{checkpoint_path}: a checkpoint of an earlier run is there; pass --resume to continue it "
+            f"or choose another --out"
+        )
+    if resume and results_path.exists() and checkpoint_path.exists():
+        state = load_checkpoint(checkpoint_path)
+        if state.get("finished") and state["recipe_sha256"] == recipe.content_hash():
+            return results_path
+
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cpu":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.manual_seed(settings.seed)
+    root = builders.data_root(recipe, data_root)
+
+    model = builders.build_model(recipe)
+    train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
+    sampler = builders.build_sampler(recipe, dense_labels)
+    per_epoch = len(sampler)
+    total = settings.iterations or settings.epochs * per_epoch
+    unit = per_epoch if settings.epochs else 1
+    eval_every, checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
+    loss_fn = builders.build_loss_for(
+        recipe, int(dense_labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
+    )
+    model.to(device)
+    loss_fn.to(device)
+    optimizer = build_optimizer(recipe.optimizer, model, loss_fn, recipe.loss.lr_multiplier)
+    scheduler = build_scheduler(recipe.schedule, optimizer, per_epoch)
+    warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
+
+    iteration, evaluations, protocol = 0, [], {}
+    timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
+    resumed_runs = 0
+    if resume and checkpoint_path.exists():
+        state = load_checkpoint(checkpoint_path)
+        if state["recipe_sha256"] != recipe.content_hash():
+            raise InputError(
+                f"{checkpoint_path}: written by recipe {state['recipe_id']} with hash {state['recipe_sha256'][:12]}, "
+                f"but this run's recipe hash is {recipe.content_hash()[:12]}; use another --out"
+            )
+        model.load_state_dict(state["model"])
+        loss_fn.load_state_dict(state["loss"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        _restore_rng(state["rng"], device)
+        iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
+        timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
+
+    def checkpoint(finished: bool = False) -> None:
+        save_checkpoint(
+            checkpoint_path,
+            {
+                "recipe_id": recipe.id,
+                "recipe_sha256": recipe.content_hash(),
+                "recipe": recipe.model_dump(mode="json"),
+                "smoke": smoke,
+                "iteration": iteration,
+                "finished": finished,
+                "model": model.state_dict(),
+                "loss": loss_fn.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "rng": _rng_state(device),
+                "evaluations": evaluations,
+                "protocol": protocol,
+                "timing": timing,
+                "resumed_runs": resumed_runs,
+            },
+        )
+
+    def run_evaluation() -> None:
+        nonlocal protocol
+        started = time.perf_counter()
+        result = evaluate_model(model, test_set, recipe, device)
+        seconds = time.perf_counter() - started
+        timing["evaluation_seconds"] += seconds
+        protocol = result.protocol
+        evaluations.append(
+            {"iteration": iteration, "epoch": iteration / per_epoch, "metrics": result.metrics, "seconds": seconds}
+        )
+
+    labels_on_device = torch.as_tensor(dense_labels).to(device)
+    bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not progress, dynamic_ncols=True)
+    while iteration < total:
+        epoch, start = divmod(iteration, per_epoch)
+        warmup.on_epoch_start(model, epoch)
+        model.train()
+        loader = DataLoader(
+            SeededDataset(train_set),
+            batch_sampler=EpochSlice(sampler, epoch, start, settings.seed),
+            num_workers=recipe.data.num_workers,
+            pin_memory=device.type == "cuda",
+        )
+        segment_start = wait_start = time.perf_counter()
+        for images, _, positions in loader:
+            compute_start = time.perf_counter()
+            timing["data_wait_seconds"] += compute_start - wait_start
+            images = images.to(device, non_blocking=True)
+            labels = labels_on_device[positions.to(device)]
+            with autocast(device, settings.bf16):
+                loss = loss_fn(model(images), labels)
+            if not torch.isfinite(loss):
+                raise NonFiniteLossError(
+                    f"recipe {recipe.id}: non-finite loss at iteration {iteration} (epoch {epoch}); terms "
+                    f"{_loss_terms(loss_fn, loss)}; the last good checkpoint ({checkpoint_path}) is kept"
+                )
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            iteration += 1
+            now = time.perf_counter()
+            timing["compute_seconds"] += now - compute_start
+            bar.update(1)
+            if iteration % eval_every == 0 or iteration == total:
+                timing["train_seconds"] += now - segment_start
+                run_evaluation()
+                if "R@1" in evaluations[-1]["metrics"]:
+                    bar.set_postfix(R1=f"{evaluations[-1]['metrics']['R@1']:.2f}")
+                segment_start = time.perf_counter()
+            if iteration % checkpoint_every == 0 or iteration == total:
+                timing["train_seconds"] += time.perf_counter() - segment_start
+                checkpoint(finished=iteration == total)
+                segment_start = time.perf_counter()
+            if iteration >= total:
+                break
+            wait_start = time.perf_counter()
+        timing["train_seconds"] += time.perf_counter() - segment_start
+    bar.close()
+
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "complete",
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "recipe": {
+            "id": recipe.id,
+            "path": str(recipe_path) if recipe_path else None,
+            "sha256": recipe.content_hash(),
+            "overrides": list(overrides),
+            "content": recipe.model_dump(mode="json"),
+        },
+        "paper": recipe.paper,
+        "targets": [target.model_dump() for target in recipe.targets],
+        "dataset": recipe.data.dataset,
+        "backbone": recipe.model.backbone,
+        "weights": {"requested": recipe.model.weights, "id": model.weights_id},
+        "seed": settings.seed,
+        "smoke": smoke,
+        "world_size": 1,
+        "git": provenance.git_state(),
+        "environment": {**provenance.environment(), "device": str(device)},
+        "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},
+        "evaluations": evaluations,
+        "selection": select(evaluations, recipe.evaluation.selection),
+        "timing": {
+            **timing,
+            "iterations": total,
+            "iterations_per_second": total / max(timing["train_seconds"], 1e-9),
+            "resumed_runs": resumed_runs,
+        },
+    }
+    return write_results(results_path, payload)
