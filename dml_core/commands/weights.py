@@ -1,0 +1,42 @@
+"""``dml weights``: where each backbone's pretrained weight file belongs, whether it is there and intact."""
+
+from __future__ import annotations
+
+import argparse
+
+from dml_core.errors import InputError
+from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, verify_weight_file, weights_cache_dir
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "weights",
+        help="list the pretrained weight files, check them by sha256, optionally download the missing ones",
+        description="For each backbone: the weight file, its expected sha256, its public source, where it "
+        "belongs ($DML_WEIGHTS_DIR, default ~/.cache/dml/weights) and its status. Present files are checked "
+        "by sha256. --fetch downloads missing files (refused offline: HF_HUB_OFFLINE or DML_OFFLINE).",
+    )
+    parser.add_argument(
+        "backbones", nargs="*", metavar="BACKBONE", help=f"default: all of {sorted(WEIGHT_FILES)}"
+    )
+    parser.add_argument("--fetch", action="store_true", help="download missing files through torch.hub")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    unknown = sorted(set(args.backbones) - set(WEIGHT_FILES))
+    if unknown:
+        raise InputError(f"BACKBONE: expected some of {sorted(WEIGHT_FILES)}, found {unknown}")
+    for name in args.backbones or sorted(WEIGHT_FILES):
+        entry = WEIGHT_FILES[name]
+        path = weights_cache_dir() / entry.file_name
+        if args.fetch:
+            path, sha256 = resolve_weight_file(entry)
+            status = f"ok sha256:{sha256}"
+        elif path.is_file():
+            status = f"ok sha256:{verify_weight_file(path, entry)}"
+        else:
+            status = "missing"
+        print(f"{name}: {status}")
+        print(f"  file {path}\n  expects {entry.verification} {entry.sha256}\n  source {entry.url}")
+    return 0

@@ -1,0 +1,58 @@
+"""GoogLeNet (Inception v1) from torchvision, as a feature extractor.
+
+Difference from the papers' model, kept as a documented deviation: the old DML papers used the BVLC Caffe
+GoogLeNet, which has no BatchNorm (LRN layers instead) and takes BGR 0-255 input. torchvision's
+``googlenet`` is a BatchNorm variant whose ImageNet weights (``googlenet-1378be20.pth``) were ported from
+TensorFlow; no maintained PyTorch package ships the BN-free Caffe weights. Numbers from this backbone are
+therefore not the papers' backbone, only its closest maintained relative.
+
+torchvision's weights expect ``transform_input=True`` (it turns ImageNet-normalised RGB into the [-1, 1]
+scaling the TensorFlow port was trained with); it is always on here, so pretrained and random runs see the
+same input path, and the declared input convention stays ``IMAGENET_RGB``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import torch
+from torch import nn
+from torchvision.models import googlenet
+
+from dml_core.input_spec import IMAGENET_RGB
+from dml_core.models.backbones.base import Backbone
+
+
+class GoogLeNet(Backbone):
+    """torchvision GoogLeNet without its classifier; ``forward`` gives the inception5b map (N, 1024, h, w)."""
+
+    name = "googlenet"
+    input_spec = IMAGENET_RGB
+    feature_dim = 1024
+    level_dims = MappingProxyType({"inception3": 480, "inception4": 832, "inception5": 1024})
+    # The published file holds the classifier and the two auxiliary classifiers, which training never uses.
+    unused_weight_prefixes = ("fc.", "aux1.", "aux2.")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=True)
+        # Pooling and heads are separate modules in this suite.
+        self.net.avgpool = nn.Identity()
+        self.net.dropout = nn.Identity()
+        self.net.fc = nn.Identity()
+
+    def published_module(self) -> nn.Module:
+        return self.net
+
+    def forward_levels(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
+        net = self.net
+        x = net._transform_input(images)
+        x = net.maxpool1(net.conv1(x))
+        x = net.maxpool2(net.conv3(net.conv2(x)))
+        inception3 = net.inception3b(net.inception3a(x))
+        x = net.maxpool3(inception3)
+        for block in (net.inception4a, net.inception4b, net.inception4c, net.inception4d, net.inception4e):
+            x = block(x)
+        inception4 = x
+        inception5 = net.inception5b(net.inception5a(net.maxpool4(inception4)))
+        return {"inception3": inception3, "inception4": inception4, "inception5": inception5}
