@@ -61,13 +61,15 @@ def test_missing_file_and_bad_yaml(tmp_path):
 
 
 def test_set_overrides_parse_values_as_yaml(tmp_path):
-    recipe = load_recipe(_write(tmp_path, BASE), ["training.seed=3", "schedule.milestones=[10, 20]", "loss.params.margin=0.3"])
+    recipe = load_recipe(
+        _write(tmp_path, BASE), ["training.seed=3", "schedule.milestones=[10, 20]", "loss.params.margin=0.3"]
+    )
     assert recipe.training.seed == 3
     assert recipe.schedule.milestones == [10, 20]
     assert recipe.loss.params["margin"] == 0.3
-    with pytest.raises(InputError, match="expected key.path=value"):
+    with pytest.raises(InputError, match=r"expected key\.path=value"):
         apply_overrides({}, ["training.seed"])
-    with pytest.raises(InputError, match="field training.sed"):
+    with pytest.raises(InputError, match=r"field training\.sed"):
         load_recipe(_write(tmp_path, BASE), ["training.sed=1"])
 
 

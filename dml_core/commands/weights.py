@@ -16,9 +16,7 @@ def add_parser(subparsers) -> None:
         "belongs ($DML_WEIGHTS_DIR, default ~/.cache/dml/weights) and its status. Present files are checked "
         "by sha256. --fetch downloads missing files (refused offline: HF_HUB_OFFLINE or DML_OFFLINE).",
     )
-    parser.add_argument(
-        "backbones", nargs="*", metavar="BACKBONE", help=f"default: all of {sorted(WEIGHT_FILES)}"
-    )
+    parser.add_argument("backbones", nargs="*", metavar="BACKBONE", help=f"default: all of {sorted(WEIGHT_FILES)}")
     parser.add_argument("--fetch", action="store_true", help="download missing files through torch.hub")
     parser.set_defaults(run=run)
 

@@ -24,9 +24,7 @@ class EmbeddingModel(nn.Module):
     backbone warm-up freeze is switched with ``set_backbone_frozen``. Both survive every ``train()`` call.
     """
 
-    def __init__(
-        self, backbone: Backbone, pooling: PoolingMode, head: nn.Module, frozen_bn: bool = False
-    ) -> None:
+    def __init__(self, backbone: Backbone, pooling: PoolingMode, head: nn.Module, frozen_bn: bool = False) -> None:
         super().__init__()
         self.backbone = backbone
         self.pool = GlobalPool(pooling)
@@ -35,9 +33,7 @@ class EmbeddingModel(nn.Module):
         self.backbone_frozen = False
         missing = set(getattr(head, "levels", None) or ()) - set(backbone.level_names)
         if missing:
-            raise ValueError(
-                f"head reads levels {sorted(missing)}; {backbone.name} has {backbone.level_names}"
-            )
+            raise ValueError(f"head reads levels {sorted(missing)}; {backbone.name} has {backbone.level_names}")
         self._apply_freezing()
 
     @property

@@ -15,6 +15,10 @@ from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
 
 
+class NonFiniteEmbeddingsError(RuntimeError):
+    """The model produced NaN or infinite embeddings (a diverged run, not bad user input)."""
+
+
 def autocast(device: torch.device, enabled: bool):
     """bf16 autocast on CUDA when enabled; CPU runs stay fp32 (and deterministic)."""
     if device.type == "cuda" and enabled:
@@ -52,6 +56,9 @@ def evaluate_model(model, test_set: builders.TestSet, recipe: Recipe, device: to
         device,
         recipe.training.bf16,
     )
+    bad_rows = int((~np.isfinite(embeddings).all(1)).sum())
+    if bad_rows:
+        raise NonFiniteEmbeddingsError(f"{bad_rows} of {len(embeddings)} test embeddings are NaN or infinite")
     return evaluate(
         embeddings,
         test_set.labels,

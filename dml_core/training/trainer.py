@@ -24,15 +24,15 @@ from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, select, write_results
 from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
-from dml_core.training.evaluation import autocast, evaluate_model
+from dml_core.training.evaluation import NonFiniteEmbeddingsError, autocast, evaluate_model
 from dml_core.training.optim import build_optimizer, build_scheduler
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
 RESULTS_NAME = "results.json"
 
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN or infinite; the last good checkpoint is kept untouched."""
+class NonFiniteError(RuntimeError):
+    """The loss (or the test embeddings) became NaN or infinite; the last good checkpoint is kept untouched."""
 
 
 def _loss_terms(loss_fn, loss: torch.Tensor) -> dict[str, float]:
@@ -154,7 +154,13 @@ def train(
     def run_evaluation() -> None:
         nonlocal protocol
         started = time.perf_counter()
-        result = evaluate_model(model, test_set, recipe, device)
+        try:
+            result = evaluate_model(model, test_set, recipe, device)
+        except NonFiniteEmbeddingsError as error:
+            raise NonFiniteError(
+                f"recipe {recipe.id}: evaluation after iteration {iteration}: {error}; the last good checkpoint "
+                f"({checkpoint_path}) is kept"
+            ) from None
         seconds = time.perf_counter() - started
         timing["evaluation_seconds"] += seconds
         protocol = result.protocol
@@ -183,7 +189,7 @@ def train(
             with autocast(device, settings.bf16):
                 loss = loss_fn(model(images), labels)
             if not torch.isfinite(loss):
-                raise NonFiniteLossError(
+                raise NonFiniteError(
                     f"recipe {recipe.id}: non-finite loss at iteration {iteration} (epoch {epoch}); terms "
                     f"{_loss_terms(loss_fn, loss)}; the last good checkpoint ({checkpoint_path}) is kept"
                 )

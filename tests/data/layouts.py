@@ -134,20 +134,15 @@ def counts_of(expected: list[tuple[str, int, str]]) -> dict[str, SplitCounts]:
     }
 
 
-def shrink_spec(
-    monkeypatch, dataset: str, expected, files: dict[str, Path] | None = None, url: str | None = None
-):
+def shrink_spec(monkeypatch, dataset: str, expected, files: dict[str, Path] | None = None, url: str | None = None):
     """Swap the registry entry for one whose counts (and md5s of ``files``) match a tiny fixture."""
     spec = DATASETS[dataset]
     known = (
-        tuple(KnownFile(name, md5_of(path), url if url else None) for name, path in (files or {}).items())
-        or spec.files
+        tuple(KnownFile(name, md5_of(path), url if url else None) for name, path in (files or {}).items()) or spec.files
     )
     joint = {key: len({label for _, label, s in expected if s in key}) for key in spec.joint_classes}
     counts = counts_of(expected)
     splits = {}
     for split, real in spec.splits.items():  # keep "not checked" class counts as they are
-        splits[split] = replace(
-            counts[split], classes=None if real.classes is None else counts[split].classes
-        )
+        splits[split] = replace(counts[split], classes=None if real.classes is None else counts[split].classes)
     monkeypatch.setitem(DATASETS, dataset, replace(spec, splits=splits, files=known, joint_classes=joint))

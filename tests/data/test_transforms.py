@@ -40,9 +40,7 @@ def _top_band_image():
 def test_squash_keeps_the_whole_frame_shorter_side_crops_the_middle():
     config = dict(resize=32, crop_size=32)
     squash = build_transform(IMAGENET_RGB, TransformConfig(resize_mode="squash", **config), train=False)
-    shorter = build_transform(
-        IMAGENET_RGB, TransformConfig(resize_mode="shorter_side", **config), train=False
-    )
+    shorter = build_transform(IMAGENET_RGB, TransformConfig(resize_mode="shorter_side", **config), train=False)
     red = (1.0 - 0.485) / 0.229
     assert squash(_top_band_image())[0, 2, 16] == pytest.approx(red, abs=1e-4)  # top quarter still there
     assert shorter(_top_band_image())[0].max() < 0  # shorter side 32 -> 32x64, centre crop drops the band

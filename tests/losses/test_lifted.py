@@ -34,9 +34,7 @@ def test_one_class_batch_has_no_loss():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_parity_with_pml_lifted_structure(seed):
     x, labels = random_batch(seed)
-    theirs = losses.LiftedStructureLoss(
-        neg_margin=1.0, distance=distances.LpDistance(normalize_embeddings=False)
-    )
+    theirs = losses.LiftedStructureLoss(neg_margin=1.0, distance=distances.LpDistance(normalize_embeddings=False))
     assert_same_value_and_grad(normalized(LiftedStructureLoss(), labels), normalized(theirs, labels), x)
 
 

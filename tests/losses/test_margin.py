@@ -38,9 +38,7 @@ def test_distance_weighted_sampling_is_seeded():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_parity_all_triplets(seed):
     x, labels = random_batch(seed)
-    theirs = losses.MarginLoss(
-        margin=0.2, beta=1.0, distance=distances.LpDistance(normalize_embeddings=False)
-    )
+    theirs = losses.MarginLoss(margin=0.2, beta=1.0, distance=distances.LpDistance(normalize_embeddings=False))
     ours = MarginLoss(beta=1.0, sampling="all")
     assert_same_value_and_grad(normalized(ours, labels), normalized(theirs, labels), x)
 
@@ -52,9 +50,7 @@ def test_parity_on_distance_weighted_triplets(seed):
     # The same triplets for both: ours samples with a generator seeded 0, and so does this call.
     generator = torch.Generator().manual_seed(0)
     triplets = distance_weighted_triplets(torch.cdist(unit, unit), labels, 8, generator=generator)
-    theirs_loss = losses.MarginLoss(
-        margin=0.2, beta=1.0, distance=distances.LpDistance(normalize_embeddings=False)
-    )
+    theirs_loss = losses.MarginLoss(margin=0.2, beta=1.0, distance=distances.LpDistance(normalize_embeddings=False))
     ours = MarginLoss(beta=1.0, seed=0)
     assert_same_value_and_grad(
         normalized(ours, labels),
@@ -74,6 +70,4 @@ def test_parity_learned_beta_per_class():
     )
     ours = MarginLoss(beta=1.0, nu=0.2, learn_beta=True, num_classes=4, sampling="all")
     unit = torch.nn.functional.normalize(x, dim=1)
-    torch.testing.assert_close(
-        ours(unit, labels), theirs(unit, labels).to(torch.float64), rtol=1e-6, atol=1e-8
-    )
+    torch.testing.assert_close(ours(unit, labels), theirs(unit, labels).to(torch.float64), rtol=1e-6, atol=1e-8)

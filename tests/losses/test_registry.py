@@ -48,9 +48,7 @@ def test_unknown_name_lists_known_losses():
 
 
 def test_unknown_parameter_names_loss_parameter_and_accepted_ones():
-    with pytest.raises(
-        InputError, match=r"loss 'triplet': unknown parameter\(s\) alpha; accepted: margin, mining"
-    ):
+    with pytest.raises(InputError, match=r"loss 'triplet': unknown parameter\(s\) alpha; accepted: margin, mining"):
         build_loss("triplet", alpha=1.0)
 
 
@@ -68,8 +66,6 @@ def test_doctests(module):
 def test_no_host_sync_in_loss_code():
     # .item() / .tolist() / .cpu() in a forward would stall the device every step.
     for path in pathlib.Path(losses_pkg.__file__).parent.glob("*.py"):
-        code = "\n".join(
-            line for line in path.read_text().splitlines() if not line.lstrip().startswith(">>>")
-        )
+        code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith(">>>"))
         for forbidden in (".item()", ".tolist()", ".cpu()", ".numpy()"):
             assert forbidden not in code, f"{path.name} uses {forbidden}"

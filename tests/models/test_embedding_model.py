@@ -35,9 +35,7 @@ def test_linear_embedding_model_shapes(bn_inception, size, pooling):
 
 @pytest.mark.parametrize("size", [224, 96])
 def test_gpw_fusion_on_bn_inception_levels(bn_inception, size):
-    head = MultiLevelFusionHead(
-        {level: bn_inception.level_dims[level] for level in bn_inception.level_names}, 32
-    )
+    head = MultiLevelFusionHead({level: bn_inception.level_dims[level] for level in bn_inception.level_names}, 32)
     model = EmbeddingModel(bn_inception, "avg", head).eval()
     images = torch.randn(2, 3, size, size)
     with torch.no_grad():

@@ -11,9 +11,7 @@ from dml_core.models.freezing import batchnorm_layers, freeze_batchnorm
 
 def _model(frozen_bn: bool) -> EmbeddingModel:
     torch.manual_seed(0)
-    return EmbeddingModel(
-        build_backbone("bn_inception", weights="random"), "avg", LinearEmbedding(1024, 16), frozen_bn
-    )
+    return EmbeddingModel(build_backbone("bn_inception", weights="random"), "avg", LinearEmbedding(1024, 16), frozen_bn)
 
 
 def _train_steps(model: EmbeddingModel, steps: int = 2) -> None:
@@ -30,9 +28,7 @@ def _train_steps(model: EmbeddingModel, steps: int = 2) -> None:
 
 def _bn_state(model: EmbeddingModel) -> dict[str, torch.Tensor]:
     return {
-        name: value.clone()
-        for name, value in model.backbone.state_dict().items()
-        if name.split(".")[0].endswith("_bn")
+        name: value.clone() for name, value in model.backbone.state_dict().items() if name.split(".")[0].endswith("_bn")
     }
 
 

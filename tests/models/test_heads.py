@@ -61,17 +61,13 @@ def test_relational_head_matches_the_equations_and_shapes():
     assert output.individual.shape == (3, 4, 5)
     assert output.reconstruction_error.shape == (3, 4)
     torch.testing.assert_close(output.embedding, _relational_oracle(head, y))
-    expected_error = torch.stack(
-        [(head.decoders[k](head.individual[k](y)) - y).norm(dim=1) for k in range(4)], dim=1
-    )
+    expected_error = torch.stack([(head.decoders[k](head.individual[k](y)) - y).norm(dim=1) for k in range(4)], dim=1)
     torch.testing.assert_close(output.reconstruction_error, expected_error)
     assert output.branch_assignment.tolist() == expected_error.argmin(dim=1).tolist()
 
 
 def _grads(module: torch.nn.Module) -> set[str]:
-    return {
-        name.split(".")[0] for name, p in module.named_parameters() if p.grad is not None and p.grad.any()
-    }
+    return {name.split(".")[0] for name, p in module.named_parameters() if p.grad is not None and p.grad.any()}
 
 
 def test_reconstruction_loss_trains_only_the_decoders():

@@ -91,9 +91,7 @@ def test_online_lookup_downloads_into_the_cache_through_torch_hub(tmp_path, cach
     monkeypatch.delenv("DML_OFFLINE", raising=False)
     source = tmp_path / "published.pth"
     source.write_bytes(CONTENT)
-    path, digest = resolve_weight_file(
-        _entry(url=source.as_uri())
-    )  # file:// goes through the same urllib path
+    path, digest = resolve_weight_file(_entry(url=source.as_uri()))  # file:// goes through the same urllib path
     assert (path, digest) == (cache / "w-abc.pth", DIGEST)
     assert path.read_bytes() == CONTENT
 

@@ -59,9 +59,7 @@ class Backbone(nn.Module):
         return self
 
 
-def drop_keys_with_prefixes(
-    state: dict[str, torch.Tensor], prefixes: Iterable[str]
-) -> dict[str, torch.Tensor]:
+def drop_keys_with_prefixes(state: dict[str, torch.Tensor], prefixes: Iterable[str]) -> dict[str, torch.Tensor]:
     """``state`` without the keys that start with any of ``prefixes``."""
     prefixes = tuple(prefixes)
     return {key: value for key, value in state.items() if not key.startswith(prefixes)}

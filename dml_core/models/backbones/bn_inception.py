@@ -82,9 +82,7 @@ class BNInception(Backbone):
         for spec in INCEPTION_MODULES:
             self._inception_module(spec)
 
-    def _conv_bn(
-        self, name: str, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1
-    ) -> None:
+    def _conv_bn(self, name: str, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1) -> None:
         # Registered as attributes ``name`` and ``name_bn``: the Caffe port's flat key names.
         conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=kernel_size // 2)
         self.add_module(name, conv)

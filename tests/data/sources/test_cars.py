@@ -8,9 +8,7 @@ from tests.data.layouts import make_cars, make_tgz, shrink_spec, write_cars_anno
 
 
 def test_annotations_are_read_from_the_struct_array(tmp_path):
-    write_cars_annos(
-        tmp_path / "cars_annos.mat", [("car_ims/000001.jpg", 14, 0), ("car_ims/000002.jpg", 196, 1)]
-    )
+    write_cars_annos(tmp_path / "cars_annos.mat", [("car_ims/000001.jpg", 14, 0), ("car_ims/000002.jpg", 196, 1)])
     assert read_annotations(tmp_path / "cars_annos.mat") == [
         ("car_ims/000001.jpg", 14),
         ("car_ims/000002.jpg", 196),
@@ -28,9 +26,7 @@ def test_archive_and_mat_give_classes_1_to_98_for_training(monkeypatch, tmp_path
 
 
 def test_no_public_download_says_what_to_do(tmp_path):
-    with pytest.raises(
-        InputError, match=r"cars_annos.mat not found.*--archive car_ims.tgz --archive cars_annos.mat"
-    ):
+    with pytest.raises(InputError, match=r"cars_annos.mat not found.*--archive car_ims.tgz --archive cars_annos.mat"):
         prepare("cars196", tmp_path / "data", progress=False)
 
 

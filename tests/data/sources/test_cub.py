@@ -32,9 +32,7 @@ def test_extracted_folder_is_linked_and_indexed(monkeypatch, tmp_path):
 def test_published_md5_refuses_another_archive(tmp_path):
     make_cub(tmp_path / "src")
     archive = make_tgz(tmp_path / "CUB_200_2011.tgz", tmp_path / "src", ["CUB_200_2011"])
-    with pytest.raises(
-        InputError, match=r"CUB_200_2011.tgz: checksum mismatch: expected md5 97eceeb1.*--archive DIR"
-    ):
+    with pytest.raises(InputError, match=r"CUB_200_2011.tgz: checksum mismatch: expected md5 97eceeb1.*--archive DIR"):
         prepare("cub200", tmp_path / "data", [archive], progress=False)
 
 

@@ -12,9 +12,7 @@ def test_image_zip_and_partition_file_give_train_query_gallery(monkeypatch, tmp_
     shrink_spec(monkeypatch, "inshop", expected)
     listing = tmp_path / "src" / "Eval" / "list_eval_partition.txt"
     prepared = prepare("inshop", tmp_path / "data", [image_zip, listing], progress=False)
-    assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(
-        expected
-    )
+    assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(expected)
     assert prepared.images_per_split == {"train": 4, "query": 2, "gallery": 3}
 
 

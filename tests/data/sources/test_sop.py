@@ -8,22 +8,16 @@ from tests.data.layouts import make_sop, make_zip, shrink_spec
 
 def test_official_files_define_the_split(monkeypatch, tmp_path):
     expected = make_sop(tmp_path / "src")
-    archive = make_zip(
-        tmp_path / "Stanford_Online_Products.zip", tmp_path / "src", "Stanford_Online_Products"
-    )
+    archive = make_zip(tmp_path / "Stanford_Online_Products.zip", tmp_path / "src", "Stanford_Online_Products")
     shrink_spec(monkeypatch, "sop", expected, {"Stanford_Online_Products.zip": archive})
     prepared = prepare("sop", tmp_path / "data", [archive], progress=False)
-    assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(
-        expected
-    )
+    assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(expected)
 
 
 def test_download_resumes_a_truncated_archive(monkeypatch, http_server, tmp_path):
     url, served = http_server
     expected = make_sop(tmp_path / "src")
-    archive = make_zip(
-        tmp_path / "Stanford_Online_Products.zip", tmp_path / "src", "Stanford_Online_Products"
-    )
+    archive = make_zip(tmp_path / "Stanford_Online_Products.zip", tmp_path / "src", "Stanford_Online_Products")
     data = archive.read_bytes()
     served.files["/sop.zip"] = data
     shrink_spec(monkeypatch, "sop", expected, {"Stanford_Online_Products.zip": archive}, url=f"{url}/sop.zip")

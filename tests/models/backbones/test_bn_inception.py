@@ -40,9 +40,7 @@ def test_state_dict_keys_and_shapes_equal_the_caffe_port_without_its_classifier(
     assert set(theirs) - set(ours) == CLASSIFIER_KEYS
     assert set(ours) <= set(theirs)
     assert list(ours) == [key for key in theirs if key not in CLASSIFIER_KEYS]  # same order too
-    assert {key: tuple(value.shape) for key, value in ours.items()} == {
-        key: tuple(theirs[key].shape) for key in ours
-    }
+    assert {key: tuple(value.shape) for key, value in ours.items()} == {key: tuple(theirs[key].shape) for key in ours}
 
 
 @pytest.mark.parametrize(("size", "grid"), [(224, 7), (96, 3), (64, 2)])

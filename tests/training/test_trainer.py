@@ -1,0 +1,127 @@
+"""The training loop end to end on the embedded dataset (CPU): results file, kill/resume equality, NaN stop."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dml_core.errors import InputError
+from dml_core.recipe import load_recipe
+from dml_core.results import load_results
+from dml_core.training import NonFiniteError, train
+from dml_core.training.checkpoint import load_checkpoint
+
+RECIPE = {
+    "id": "tiny",
+    "paper": "cgml",
+    "targets": [{"table": "table3", "row": "triplet-cub200"}],
+    "data": {
+        "dataset": "embedded",
+        "num_workers": 0,
+        "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"},
+    },
+    "model": {"backbone": "bn_inception", "weights": "random", "embedding_dim": 16},
+    "loss": {"name": "multi_similarity"},
+    "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
+    "optimizer": {"name": "adam", "lr": 1e-3},
+    "schedule": {"name": "step", "step_size": 4, "gamma": 0.5},
+    "training": {"iterations": 6, "eval_every": 3, "checkpoint_every": 1, "eval_batch_size": 256},
+    "evaluation": {"recall_ks": [1, 2], "kmeans_iterations": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+def _recipe_file(tmp_path, **changes):
+    tree = json.loads(json.dumps(RECIPE))
+    for key, value in changes.items():
+        section, field = key.split("__")
+        tree[section][field] = value
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
+    path = _recipe_file(tmp_path)
+    results_path = train(load_recipe(path), tmp_path / "run", recipe_path=path, data_root=data_root, progress=False)
+    results = load_results(results_path)
+    assert [e.iteration for e in results.evaluations] == [3, 6]
+    assert set(results.evaluations[-1].metrics) == {"R@1", "R@2", "NMI", "F1", "MAP@R", "RP"}
+    assert results.selection.rule == "best_r1"
+    assert results.weights["id"] == "random init"
+    assert results.recipe.sha256 == load_recipe(path).content_hash()
+    assert results.evaluation_protocol["self_exclusion"] == "by index"
+    assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
+    assert results.git["commit"]
+    # A finished run is skipped on --resume; without --resume the checkpoint is protected.
+    assert train(load_recipe(path), tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
+    with pytest.raises(InputError, match="pass --resume"):
+        train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
+
+
+def _cli(args, data_root):
+    env = {**os.environ, "DML_DATA_ROOT": str(data_root), "PYTHONPATH": str(Path(__file__).parents[2])}
+    return [sys.executable, "-m", "dml_core.cli", "train", *args, "--no-progress"], env
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_to_the_same_final_metrics(tmp_path, data_root):
+    recipe = _recipe_file(tmp_path)
+    command, env = _cli([str(recipe), "--out", str(tmp_path / "reference")], data_root)
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    reference = load_results(tmp_path / "reference" / "results.json")
+
+    command, env = _cli([str(recipe), "--out", str(tmp_path / "killed")], data_root)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = tmp_path / "killed" / "checkpoint.pt"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if checkpoint.exists() and load_checkpoint(checkpoint)["iteration"] >= 4:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    interrupted_at = load_checkpoint(checkpoint)["iteration"]
+    assert 1 <= interrupted_at < 6, "the run must be killed mid-way"
+
+    subprocess.run([*command, "--resume"], env=env, check=True, capture_output=True)
+    resumed = load_results(tmp_path / "killed" / "results.json")
+    assert resumed.timing.resumed_runs == 1
+    assert [e.metrics for e in resumed.evaluations] == [e.metrics for e in reference.evaluations]
+    assert resumed.selection == reference.selection
+
+
+@pytest.mark.slow
+def test_a_non_finite_loss_stops_with_a_diagnostic_and_keeps_the_last_good_checkpoint(tmp_path, data_root):
+    # Unnormalised embeddings, squared-distance hinges squared again, a learning rate of 1e30: the first step
+    # is fine, the next loss overflows.
+    path = _recipe_file(
+        tmp_path,
+        model__normalize=False,
+        loss__name="contrastive",
+        loss__params={"distance": "squared_euclidean", "power": 2},
+        optimizer__name="sgd",
+        optimizer__lr=1e30,
+        training__eval_every=100,
+        training__iterations=200,
+    )
+    with pytest.raises(NonFiniteError) as error:
+        train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
+    message = str(error.value)
+    assert "non-finite loss at iteration" in message and "terms" in message
+    bad_iteration = int(message.split("iteration ")[1].split(" ")[0])
+    kept = load_checkpoint(tmp_path / "run" / "checkpoint.pt")
+    assert bad_iteration >= 1
+    assert kept["iteration"] == bad_iteration  # the state before the bad step, nothing after it
+    assert not (tmp_path / "run" / "results.json").exists()
