@@ -43,9 +43,10 @@ def minimise_over_psd(
     objective: DistanceObjective,
     X: np.ndarray,
     initial_metric: np.ndarray,
-    config: SolverConfig = SolverConfig(),
+    config: SolverConfig | None = None,
 ) -> SolverResult:
     """Minimise ``objective(pairwise_mahalanobis(X, M))`` over PSD matrices M, from ``initial_metric``."""
+    config = config or SolverConfig()
     metric = project_psd(initial_metric)
     value, distance_gradient = objective(pairwise_mahalanobis(X, metric))
     initial_value = value
