@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dml_core.linear.log_exp_mean import log_exp_mean, log_exp_mean_weights
+from dml_core.linear.log_exp_mean import log_exp_mean_with_weights
 
 DEFAULT_MARGIN = 1.0
 
@@ -35,8 +35,8 @@ def lanml_objective(
     n = distances.shape[0]
     rows = similar.any(axis=1) & dissimilar.any(axis=1)
     D, S, Dis = distances[rows], similar[rows], dissimilar[rows]
-    similar_radius = log_exp_mean(D, gamma1, S)
-    dissimilar_radius = log_exp_mean(D, gamma2, Dis)
+    similar_radius, similar_weights = log_exp_mean_with_weights(D, gamma1, S)
+    dissimilar_radius, dissimilar_weights = log_exp_mean_with_weights(D, gamma2, Dis)
     hinge_argument = margin + similar_radius - dissimilar_radius
     active = hinge_argument > 0
     set_sizes = S.sum(axis=1)
@@ -44,8 +44,7 @@ def lanml_objective(
     value = float(np.sum(np.where(active, hinge_argument, 0.0)) + lam * regulariser)
 
     gradient_rows = (
-        active[:, None] * (log_exp_mean_weights(D, gamma1, S) - log_exp_mean_weights(D, gamma2, Dis))
-        + (lam / n) * S / set_sizes[:, None]
+        active[:, None] * (similar_weights - dissimilar_weights) + (lam / n) * S / set_sizes[:, None]
     )
     gradient = np.zeros_like(distances)
     gradient[rows] = gradient_rows
