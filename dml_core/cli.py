@@ -10,7 +10,7 @@ import sys
 from dml_core.errors import InputError
 
 # Subcommand modules, in the order ``dml --help`` lists them.
-COMMAND_MODULES = ("evaluate_embeddings",)
+COMMAND_MODULES = ("evaluate_embeddings", "linear_table2")
 
 
 def build_parser() -> argparse.ArgumentParser:
