@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             grid=thin_grid(PAPER_GRIDS[method], args.grid_every),
             k_rule=args.k_rule,
             solver=solver,
+            n_jobs=args.jobs,
         )
         if args.out:
             result.save_json(args.out / f"anml_table2_{args.dataset}_{method}_k-{args.k_rule}.json")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import sklearn
+from joblib import Parallel, delayed
 from sklearn.decomposition import PCA
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -126,6 +127,10 @@ def _fit_and_score(method, hyper_parameters, train_X, train_y, test_X, test_y, s
     return accuracy, fit
 
 
+def _fold_accuracy(method, point, X, y, train, valid, seed, solver, max_k) -> np.ndarray:
+    return _fit_and_score(method, point, X[train], y[train], X[valid], y[valid], seed, solver, max_k)[0]
+
+
 def cross_validate(
     method: str,
     grid: Grid,
@@ -135,15 +140,22 @@ def cross_validate(
     solver: SolverConfig,
     max_k: int,
     n_folds: int,
+    n_jobs: int = 1,
 ) -> tuple[dict, float, int]:
-    """The grid point with the best fold-averaged kNN accuracy (over K), that accuracy and its K."""
+    """The grid point with the best fold-averaged kNN accuracy (over K), that accuracy and its K.
+
+    ``n_jobs`` > 1 fits the (grid point, fold) pairs in parallel processes; the result is the same.
+    """
     folds = list(StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed).split(X, y))
+    points = grid_points(grid)
+    accuracies = Parallel(n_jobs=n_jobs)(
+        delayed(_fold_accuracy)(method, point, X, y, train, valid, seed, solver, max_k)
+        for point in points
+        for train, valid in folds
+    )
     best = ({}, -1.0, 1)
-    for point in grid_points(grid):
-        per_fold = [
-            _fit_and_score(method, point, X[tr], y[tr], X[va], y[va], seed, solver, max_k)[0]
-            for tr, va in folds
-        ]
+    for index, point in enumerate(points):
+        per_fold = accuracies[index * n_folds : (index + 1) * n_folds]
         common = min(len(a) for a in per_fold)
         mean_by_k = np.mean([a[:common] for a in per_fold], axis=0)
         k_index = int(np.argmax(mean_by_k))
@@ -166,6 +178,7 @@ def run_protocol_on_arrays(
     max_k: int = TABLE2_MAX_K,
     test_fraction: float = TEST_FRACTION,
     solver: SolverConfig | None = None,
+    n_jobs: int = 1,
 ) -> Table2Result:
     """The Table 2 protocol on features ``X`` (n, d) and labels ``y`` (n,); ``grid=None``: the paper grid."""
     if method not in METHODS:
@@ -192,7 +205,7 @@ def run_protocol_on_arrays(
         preprocess = fit_preprocessing(train_X)
         train_X, test_X = preprocess(train_X), preprocess(test_X)
         point, cv_accuracy, cv_k = cross_validate(
-            method, grid, train_X, train_y, split_seed, solver, max_k, n_folds
+            method, grid, train_X, train_y, split_seed, solver, max_k, n_folds, n_jobs
         )
         accuracy_by_k, fit = _fit_and_score(
             method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k
@@ -224,6 +237,7 @@ def run_protocol_on_arrays(
         settings={
             "method_key": method,
             "n_splits": n_splits,
+            "n_jobs": n_jobs,
             "seed": seed,
             "grid": {name: list(values) for name, values in grid.items()},
             "grid_is_paper_grid": {k: tuple(v) for k, v in grid.items()} == dict(PAPER_GRIDS[method]),

@@ -52,6 +52,16 @@ def test_protocol_records_both_k_rules_and_is_deterministic():
     assert by_test.settings["grid_is_paper_grid"] is False
 
 
+@pytest.mark.slow  # starting worker processes takes seconds
+def test_parallel_grid_search_gives_the_same_result():
+    options = {"n_splits": 1, "grid": {"alpha": (0.5, 2.0)}, "solver": SolverConfig(max_iterations=30)}
+    serial = run_table2_protocol("Iris", "pnca", **options)
+    parallel = run_table2_protocol("Iris", "pnca", n_jobs=2, **options)
+    assert serial.splits[0].hyper_parameters == parallel.splits[0].hyper_parameters
+    assert serial.splits[0].test_accuracy_by_k == parallel.splits[0].test_accuracy_by_k
+    assert serial.splits[0].cv_accuracy == parallel.splits[0].cv_accuracy
+
+
 @pytest.mark.parametrize("method", list(SMALL_GRIDS))
 def test_every_method_runs_one_split_on_wine(method, tmp_path):
     result = run_table2_protocol(
