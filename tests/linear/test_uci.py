@@ -1,8 +1,10 @@
+import inspect
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+import sklearn.datasets
 
 from dml_core.errors import InputError
 from dml_core.linear import uci
@@ -86,10 +88,12 @@ def test_openml_frame_is_encoded_checked_and_cached(tmp_path, monkeypatch):
         calls.append(kwargs)
         return SimpleNamespace(data=frame, target=target)
 
+    real_signature = inspect.signature(sklearn.datasets.fetch_openml)
     monkeypatch.setattr(uci, "_require_connection", lambda dataset: None)
     monkeypatch.setattr("sklearn.datasets.fetch_openml", fake_fetch_openml)
     path = prepare_uci("Monk1", tmp_path)
     assert calls[0]["data_id"] == 333 and calls[0]["data_home"] == str(tmp_path / "openml")
+    real_signature.bind(**calls[0])  # the arguments the real fetch_openml accepts
     X, y = load_uci("Monk1", tmp_path)
     assert X.shape == (556, 6) and X.dtype == np.float64
     np.testing.assert_array_equal(X[:, 0], frame["attr0"].cat.codes.to_numpy())
