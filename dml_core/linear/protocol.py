@@ -80,6 +80,33 @@ class Table2Result:
         return atomic_write_json(path, self.to_dict())
 
 
+def split_accuracy(test_accuracy_by_k: Sequence[float], cv_k: int, k_rule: str) -> float:
+    """Percent accuracy of one split under a K rule: the best K on the test part, or the CV-chosen K.
+
+    >>> split_accuracy([0.5, 0.75, 0.625], cv_k=1, k_rule="test"), split_accuracy([0.5, 0.75, 0.625], 1, "cv")
+    (75.0, 50.0)
+    """
+    if k_rule == "test":
+        return 100.0 * float(max(test_accuracy_by_k))
+    return 100.0 * float(test_accuracy_by_k[min(cv_k, len(test_accuracy_by_k)) - 1])
+
+
+def mean_and_std(accuracies: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single split).
+
+    >>> mean_and_std([90.0, 100.0])
+    (95.0, 7.0710678118654755)
+    """
+    values = np.asarray(accuracies, dtype=np.float64)
+    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
+
+
+def rescore(result: Table2Result | Mapping, k_rule: str) -> tuple[float, float]:
+    """Mean and std of a finished run (or its saved JSON dict) under another K rule: no refit needed."""
+    splits = result["splits"] if isinstance(result, Mapping) else [asdict(s) for s in result.splits]
+    return mean_and_std([split_accuracy(s["test_accuracy_by_k"], s["cv_k"], k_rule) for s in splits])
+
+
 def grid_points(grid: Grid) -> list[dict[str, float]]:
     """The Cartesian product of a grid, in the order of its keys and values.
 
@@ -211,7 +238,6 @@ def run_protocol_on_arrays(
             method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k
         )
         best_test_k = int(np.argmax(accuracy_by_k)) + 1
-        chosen_k = best_test_k if k_rule == "test" else min(cv_k, len(accuracy_by_k))
         splits.append(
             SplitResult(
                 split=split,
@@ -221,18 +247,18 @@ def run_protocol_on_arrays(
                 cv_k=cv_k,
                 best_test_k=best_test_k,
                 test_accuracy_by_k=[float(a) for a in accuracy_by_k],
-                accuracy=100.0 * float(accuracy_by_k[chosen_k - 1]),
+                accuracy=split_accuracy(accuracy_by_k, cv_k, k_rule),
                 seconds=time.perf_counter() - split_started,
                 fit_diagnostics=fit.diagnostics,
             )
         )
-    accuracies = np.array([s.accuracy for s in splits])
+    mean_accuracy, std_accuracy = mean_and_std([s.accuracy for s in splits])
     return Table2Result(
         dataset=dataset,
         method=DISPLAY_NAMES[method],
         k_rule=k_rule,
-        mean_accuracy=float(accuracies.mean()),
-        std_accuracy=float(accuracies.std(ddof=1)) if len(accuracies) > 1 else 0.0,
+        mean_accuracy=mean_accuracy,
+        std_accuracy=std_accuracy,
         splits=splits,
         settings={
             "method_key": method,

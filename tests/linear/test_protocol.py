@@ -7,6 +7,7 @@ from dml_core.errors import InputError
 from dml_core.linear.protocol import (
     fit_preprocessing,
     grid_points,
+    rescore,
     run_protocol_on_arrays,
     run_table2_protocol,
 )
@@ -50,6 +51,8 @@ def test_protocol_records_both_k_rules_and_is_deterministic():
     assert by_test.mean_accuracy == pytest.approx(np.mean(accuracies))
     assert by_test.std_accuracy == pytest.approx(np.std(accuracies, ddof=1))
     assert by_test.settings["grid_is_paper_grid"] is False
+    assert rescore(by_test, "cv") == pytest.approx((by_cv.mean_accuracy, by_cv.std_accuracy))
+    assert rescore(by_cv.to_dict(), "test") == pytest.approx((by_test.mean_accuracy, by_test.std_accuracy))
 
 
 @pytest.mark.slow  # starting worker processes takes seconds
