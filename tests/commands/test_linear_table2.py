@@ -14,6 +14,7 @@ def test_runs_the_protocol_and_writes_one_json_per_method(tmp_path, capsys):
     saved = json.loads((tmp_path / "anml_table2_Iris_pnca_k-test.json").read_text())
     assert saved["settings"]["grid"] == {"alpha": [2.0**-8, 2.0**2]}
     assert saved["settings"]["solver"]["max_iterations"] == 40
+    assert saved["settings"]["n_jobs"] == 1
     assert len(saved["splits"]) == 2
 
 
