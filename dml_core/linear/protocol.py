@@ -19,6 +19,7 @@ Mean and sample standard deviation (ddof=1) over the splits are in percent.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import platform
 import time
@@ -146,7 +147,8 @@ def fit_preprocessing(train_X: np.ndarray, max_dimensions: int = PCA_DIMENSIONS)
 
 def _fit_and_score(method, hyper_parameters, train_X, train_y, test_X, test_y, seed, solver, max_k):
     fit_function = METHODS[method]
-    extra = {"solver": solver} if method in ("lanml_plus", "lanml_minus", "pnca") else {}
+    # The iterative methods take the solver settings; the library baselines have none.
+    extra = {"solver": solver} if "solver" in inspect.signature(fit_function).parameters else {}
     fit = fit_function(train_X, train_y, seed=seed, **hyper_parameters, **extra)
     accuracy = knn_accuracy_by_k(
         transform_with(fit, train_X), train_y, transform_with(fit, test_X), test_y, max_k=max_k
