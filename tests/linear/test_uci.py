@@ -1,0 +1,117 @@
+import inspect
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn.datasets
+
+from dml_core.errors import InputError
+from dml_core.linear import uci
+from dml_core.linear.uci import UCI_DATASETS, Shape, cache_path, get_uci_dataset, load_uci, prepare_uci
+
+
+def test_registry_has_the_15_data_sets_of_table_1():
+    assert list(UCI_DATASETS) == [
+        "Australian", "Cars", "Ecoli", "German", "Glass", "Iris", "Isolet", "Monk1",
+        "Solar", "Vehicle", "Wine", "Pendigits", "Coil20", "Letter", "Usps",
+    ]  # fmt: skip
+    assert UCI_DATASETS["Coil20"].paper_shape == Shape(1440, 1024, 20)
+    assert UCI_DATASETS["Ecoli"].paper_shape == Shape(336, 343, 8)  # as printed
+    assert UCI_DATASETS["Ecoli"].expected_shape == Shape(336, 7, 8)  # what the source delivers
+    for dataset in UCI_DATASETS.values():
+        assert (dataset.source == "openml") == (dataset.openml_id is not None)
+        assert dataset.source in ("sklearn", "openml", "csv")
+        assert dataset.source_shape is None or dataset.note  # every deviation from Table 1 is explained
+    assert get_uci_dataset("usps").name == "Usps"
+    with pytest.raises(InputError, match="expected one of"):
+        get_uci_dataset("mnist")
+
+
+@pytest.mark.parametrize(("name", "shape"), [("Iris", (150, 4)), ("Wine", (178, 13))])
+def test_bundled_sets_load_offline_and_round_trip_through_the_cache(name, shape, tmp_path):
+    X, y = load_uci(name)
+    assert X.shape == shape and len(np.unique(y)) == 3
+    path = prepare_uci(name, tmp_path)
+    assert path == tmp_path / "uci" / f"{name}.npz"
+    with np.load(path) as archive:
+        np.testing.assert_array_equal(archive["X"], X)
+        np.testing.assert_array_equal(archive["y"], y)
+
+
+def _write_cache(root, name, X, y):
+    path = cache_path(name, root)
+    path.parent.mkdir(parents=True)
+    np.savez(path, X=X, y=y, class_names=np.array([str(c) for c in np.unique(y)]))
+    return path
+
+
+def test_loads_a_prepared_openml_set_and_checks_its_shape(tmp_path):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(214, 9)), np.arange(214) % 6
+    _write_cache(tmp_path, "Glass", X, y)
+    loaded_X, loaded_y = load_uci("glass", tmp_path)
+    np.testing.assert_array_equal(loaded_X, X)
+    np.testing.assert_array_equal(loaded_y, y)
+
+    _write_cache(tmp_path / "bad", "Glass", X[:, :8], y)
+    with pytest.raises(InputError, match=r"Glass\.npz: Glass n_features: expected 9, found 8"):
+        load_uci("Glass", tmp_path / "bad")
+    with pytest.raises(InputError, match="not prepared"):
+        load_uci("Vehicle", tmp_path)
+
+
+def test_offline_fetch_fails_at_once_with_what_to_do(tmp_path, monkeypatch):
+    def no_network(*args, **kwargs):
+        raise OSError("Network is unreachable")
+
+    def must_not_be_called(**kwargs):
+        raise AssertionError("fetch_openml must not run without a connection")
+
+    monkeypatch.setattr(uci.socket, "create_connection", no_network)
+    monkeypatch.setattr("sklearn.datasets.fetch_openml", must_not_be_called)
+    with pytest.raises(
+        InputError, match=r"Vehicle: cannot reach api\.openml\.org .*OpenML data set 54.*prepare_uci"
+    ):
+        prepare_uci("Vehicle", tmp_path)
+    assert not cache_path("Vehicle", tmp_path).exists()
+
+
+def test_openml_frame_is_encoded_checked_and_cached(tmp_path, monkeypatch):
+    """A connected run, with OpenML replaced by a frame in its real shape (Monk1: 556 x 6, categorical)."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({f"attr{i}": pd.Categorical(rng.integers(1, 4, 556).astype(str)) for i in range(6)})
+    target = pd.Series(pd.Categorical(rng.integers(0, 2, 556).astype(str)))
+    calls = []
+
+    def fake_fetch_openml(**kwargs):
+        calls.append(kwargs)
+        return SimpleNamespace(data=frame, target=target)
+
+    real_signature = inspect.signature(sklearn.datasets.fetch_openml)
+    monkeypatch.setattr(uci, "_require_connection", lambda dataset: None)
+    monkeypatch.setattr("sklearn.datasets.fetch_openml", fake_fetch_openml)
+    path = prepare_uci("Monk1", tmp_path)
+    assert calls[0]["data_id"] == 333 and calls[0]["data_home"] == str(tmp_path / "openml")
+    real_signature.bind(**calls[0])  # the arguments the real fetch_openml accepts
+    X, y = load_uci("Monk1", tmp_path)
+    assert X.shape == (556, 6) and X.dtype == np.float64
+    np.testing.assert_array_equal(X[:, 0], frame["attr0"].cat.codes.to_numpy())
+    np.testing.assert_array_equal(y, target.astype(int).to_numpy())
+    assert path.exists()
+
+
+def test_csv_source_for_sets_without_a_public_copy(tmp_path):
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(rng.normal(size=(392, 8)))
+    frame[8] = np.where(np.arange(392) % 2, "american", "other")
+    csv = tmp_path / "cars.csv"
+    frame.to_csv(csv, header=False, index=False)
+    with pytest.raises(InputError, match="source_csv"):
+        prepare_uci("Cars", tmp_path)
+    prepare_uci("Cars", tmp_path, source_csv=csv)
+    X, y = load_uci("Cars", tmp_path)
+    assert X.shape == (392, 8) and sorted(np.unique(y)) == [0, 1]
+    frame.iloc[:100].to_csv(csv, header=False, index=False)
+    with pytest.raises(InputError, match="n_samples: expected 392, found 100"):
+        prepare_uci("Cars", tmp_path, source_csv=csv)
