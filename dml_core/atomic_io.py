@@ -12,6 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+# The process umask (reading it means setting it, so set it back at once).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> Path:
     """Call ``write(fileobj)`` on a temporary file and move it onto ``path`` in one step."""
@@ -19,6 +23,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
