@@ -41,12 +41,8 @@ def add_parser(subparsers) -> None:
         default=SolverConfig.max_iterations,
         help="solver objective evaluations per fit",
     )
-    parser.add_argument(
-        "--root", type=Path, help="data root that prepare_uci wrote (not needed for Iris, Wine)"
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="parallel processes for the grid search (same result)"
-    )
+    parser.add_argument("--root", type=Path, help="data root that prepare_uci wrote (not needed for Iris, Wine)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for the grid search (same result)")
     parser.add_argument("--out", type=Path, help="folder for one JSON result per method")
     parser.set_defaults(run=run)
 

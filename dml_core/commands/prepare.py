@@ -7,10 +7,18 @@ from pathlib import Path
 
 from dml_core.data.prepare import prepare
 from dml_core.data.registry import DATASETS
+from dml_core.errors import InputError
+from dml_core.linear.uci import UCI_DATASETS, prepare_uci
+
+UCI_PREFIX = "uci:"
 
 
 def add_parser(subparsers) -> None:
     lines = [f"  {name}: {spec.title}: {spec.how_to_prepare}" for name, spec in DATASETS.items()]
+    lines.append(
+        f"  {UCI_PREFIX}<name>: anml Table 2's UCI sets ({', '.join(UCI_DATASETS)}): scikit-learn's copy or "
+        "OpenML (connected machine), else --archive CSV; shape and classes checked"
+    )
     parser = subparsers.add_parser(
         "prepare",
         help="download/verify a dataset and write <root>/<dataset>/dml_index.csv",
@@ -18,7 +26,7 @@ def add_parser(subparsers) -> None:
         "counts.\n" + "\n".join(lines),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("dataset", choices=sorted(DATASETS))
+    parser.add_argument("dataset", metavar="DATASET", help=f"one of {', '.join(sorted(DATASETS))}, or uci:<name>")
     parser.add_argument("--root", type=Path, required=True, help="data folder; the dataset goes to ROOT/DATASET")
     parser.add_argument(
         "--archive",
@@ -33,7 +41,22 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
+def _prepare_uci(args: argparse.Namespace) -> int:
+    name = args.dataset[len(UCI_PREFIX) :]
+    if len(args.archive) > 1:
+        raise InputError(f"--archive: a UCI data set takes one CSV file, found {len(args.archive)}")
+    path = prepare_uci(name, args.root, args.archive[0] if args.archive else None)
+    print(f"{args.dataset}: verified; cached at {path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.dataset.startswith(UCI_PREFIX):
+        return _prepare_uci(args)
+    if args.dataset not in DATASETS:
+        raise InputError(
+            f"dataset: expected one of {', '.join(sorted(DATASETS))} or uci:<name>, found {args.dataset!r}"
+        )
     prepared = prepare(
         args.dataset, args.root, args.archive, allow_download=not args.no_download, progress=not args.quiet
     )

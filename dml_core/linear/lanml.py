@@ -43,9 +43,7 @@ def lanml_objective(
     regulariser = np.sum(np.where(S, D, 0.0).sum(axis=1) / set_sizes) / n
     value = float(np.sum(np.where(active, hinge_argument, 0.0)) + lam * regulariser)
 
-    gradient_rows = (
-        active[:, None] * (similar_weights - dissimilar_weights) + (lam / n) * S / set_sizes[:, None]
-    )
+    gradient_rows = active[:, None] * (similar_weights - dissimilar_weights) + (lam / n) * S / set_sizes[:, None]
     gradient = np.zeros_like(distances)
     gradient[rows] = gradient_rows
     return value, gradient

@@ -219,9 +219,7 @@ def run_protocol_on_arrays(
     grid = PAPER_GRIDS[method] if grid is None else grid
     unknown = set(grid) - set(PAPER_GRIDS[method])
     if unknown:
-        raise InputError(
-            f"grid: {method} has no hyper-parameter {sorted(unknown)}; it has {list(PAPER_GRIDS[method])}"
-        )
+        raise InputError(f"grid: {method} has no hyper-parameter {sorted(unknown)}; it has {list(PAPER_GRIDS[method])}")
     solver = solver or SolverConfig()
     started = time.perf_counter()
     splits = []
@@ -236,9 +234,7 @@ def run_protocol_on_arrays(
         point, cv_accuracy, cv_k = cross_validate(
             method, grid, train_X, train_y, split_seed, solver, max_k, n_folds, n_jobs
         )
-        accuracy_by_k, fit = _fit_and_score(
-            method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k
-        )
+        accuracy_by_k, fit = _fit_and_score(method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k)
         best_test_k = int(np.argmax(accuracy_by_k)) + 1
         splits.append(
             SplitResult(

@@ -129,8 +129,7 @@ def check_shape(dataset: UciDataset, X: np.ndarray, y: np.ndarray, where: str) -
     for field_name, value in found.items():
         if value != getattr(expected, field_name):
             raise InputError(
-                f"{where}: {dataset.name} {field_name}: "
-                f"expected {getattr(expected, field_name)}, found {value}"
+                f"{where}: {dataset.name} {field_name}: expected {getattr(expected, field_name)}, found {value}"
             )
     if not np.all(np.isfinite(X)):
         raise InputError(f"{where}: {dataset.name} features: expected finite numbers, found NaN or inf")
@@ -163,7 +162,7 @@ def _require_connection(dataset: UciDataset, host: str = OPENML_HOST) -> None:
     except OSError as error:
         raise InputError(
             f"{dataset.name}: cannot reach {host} to fetch OpenML data set {dataset.openml_id} ({error}); "
-            f"run prepare_uci('{dataset.name}', root) on a connected machine and copy <root>/uci/"
+            f"run `dml prepare uci:{dataset.name} --root DIR` on a connected machine and copy <root>/uci/"
             f"{dataset.name}.npz here"
         ) from None
 
@@ -221,7 +220,7 @@ def prepare_uci(name: str, root: str | Path, source_csv: str | Path | None = Non
         where = f"OpenML data set {dataset.openml_id}"
     else:
         raise InputError(
-            f"{dataset.name}: {dataset.note}; call prepare_uci('{dataset.name}', root, source_csv=...)"
+            f"{dataset.name}: {dataset.note}; give the file: `dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
         )
     check_shape(dataset, X, y, where)
     path = cache_path(dataset.name, root)
@@ -243,14 +242,12 @@ def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.
     path = cache_path(dataset.name, root)
     if not path.exists():
         raise InputError(
-            f"{path}: {dataset.name} not prepared; run prepare_uci('{dataset.name}', '{root}') first"
+            f"{path}: {dataset.name} not prepared; run `dml prepare uci:{dataset.name} --root {root}` first"
         )
     try:
         with np.load(path, allow_pickle=False) as archive:
             X, y = archive["X"].astype(np.float64), archive["y"].astype(np.int64)
     except (ValueError, KeyError, OSError) as error:
-        raise InputError(
-            f"{path}: expected arrays X and y in a .npz file, could not read them ({error})"
-        ) from None
+        raise InputError(f"{path}: expected arrays X and y in a .npz file, could not read them ({error})") from None
     check_shape(dataset, X, y, str(path))
     return X, y

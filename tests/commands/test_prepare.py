@@ -17,3 +17,20 @@ def test_wrong_input_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("error: cars196: cars_annos.mat not found")
+
+
+def test_prepare_a_uci_set_from_scikit_learn(tmp_path, capsys):
+    from dml_core.cli import main
+
+    assert main(["prepare", "uci:Wine", "--root", str(tmp_path)]) == 0
+    assert (tmp_path / "uci" / "Wine.npz").is_file()
+    assert "uci:Wine: verified" in capsys.readouterr().out
+
+
+def test_prepare_an_unknown_dataset_is_one_line(tmp_path, capsys):
+    from dml_core.cli import main
+
+    assert main(["prepare", "cub", "--root", str(tmp_path)]) == 2
+    assert (
+        "expected one of cars196, cub200, embedded, inshop, sop or uci:<name>, found 'cub'" in capsys.readouterr().err
+    )

@@ -9,9 +9,7 @@ from dml_core.linear.neighbour_sets import different_class_sets, same_class_sets
 
 
 def _objective_of_metric(X, y, M, **parameters):
-    return lanml_objective(
-        pairwise_mahalanobis(X, M), same_class_sets(y), different_class_sets(y), **parameters
-    )
+    return lanml_objective(pairwise_mahalanobis(X, M), same_class_sets(y), different_class_sets(y), **parameters)
 
 
 def test_hand_computed_value_on_four_points():

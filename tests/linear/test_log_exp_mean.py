@@ -63,9 +63,7 @@ def test_weights_are_the_gradient(gamma):
         shifted_up, shifted_down = a.copy(), a.copy()
         shifted_up[index] += step
         shifted_down[index] -= step
-        numeric = (log_exp_mean(shifted_up, gamma, mask) - log_exp_mean(shifted_down, gamma, mask)) / (
-            2 * step
-        )
+        numeric = (log_exp_mean(shifted_up, gamma, mask) - log_exp_mean(shifted_down, gamma, mask)) / (2 * step)
         assert weights[index] == pytest.approx(numeric, abs=1e-7)
 
 

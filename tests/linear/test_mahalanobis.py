@@ -22,9 +22,7 @@ def test_distances_match_the_definition():
         for j in range(6):
             difference = X[i] - X[j]
             assert D[i, j] == pytest.approx(difference @ M @ difference, abs=1e-12)
-    np.testing.assert_allclose(
-        pairwise_mahalanobis(X, np.eye(3)), ((X[:, None] - X[None]) ** 2).sum(-1), atol=1e-12
-    )
+    np.testing.assert_allclose(pairwise_mahalanobis(X, np.eye(3)), ((X[:, None] - X[None]) ** 2).sum(-1), atol=1e-12)
 
 
 def test_gradient_formula_matches_the_sum_of_outer_products():

@@ -40,9 +40,7 @@ def test_learned_metrics_beat_euclidean_knn_on_noisy_features(method):
     euclidean = knn_accuracy_by_k(train_X, train_y, test_X, test_y, max_k=5)[4]
     fit = METHODS[method](train_X, train_y, seed=0, **HYPER_PARAMETERS[method])
     assert fit.transform.shape[1] == 6
-    learned = knn_accuracy_by_k(
-        transform_with(fit, train_X), train_y, transform_with(fit, test_X), test_y, 5
-    )[4]
+    learned = knn_accuracy_by_k(transform_with(fit, train_X), train_y, transform_with(fit, test_X), test_y, 5)[4]
     assert learned > euclidean + 0.1
     assert learned > 0.9
 

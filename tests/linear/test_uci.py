@@ -71,7 +71,7 @@ def test_offline_fetch_fails_at_once_with_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setattr(uci.socket, "create_connection", no_network)
     monkeypatch.setattr("sklearn.datasets.fetch_openml", must_not_be_called)
     with pytest.raises(
-        InputError, match=r"Vehicle: cannot reach api\.openml\.org .*OpenML data set 54.*prepare_uci"
+        InputError, match=r"Vehicle: cannot reach api\.openml\.org .*OpenML data set 54.*dml prepare uci:Vehicle"
     ):
         prepare_uci("Vehicle", tmp_path)
     assert not cache_path("Vehicle", tmp_path).exists()
@@ -107,7 +107,7 @@ def test_csv_source_for_sets_without_a_public_copy(tmp_path):
     frame[8] = np.where(np.arange(392) % 2, "american", "other")
     csv = tmp_path / "cars.csv"
     frame.to_csv(csv, header=False, index=False)
-    with pytest.raises(InputError, match="source_csv"):
+    with pytest.raises(InputError, match=r"--archive FILE\.csv"):
         prepare_uci("Cars", tmp_path)
     prepare_uci("Cars", tmp_path, source_csv=csv)
     X, y = load_uci("Cars", tmp_path)
