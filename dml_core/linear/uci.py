@@ -220,7 +220,8 @@ def prepare_uci(name: str, root: str | Path, source_csv: str | Path | None = Non
         where = f"OpenML data set {dataset.openml_id}"
     else:
         raise InputError(
-            f"{dataset.name}: {dataset.note}; give the file: `dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
+            f"{dataset.name}: {dataset.note}; give the file: "
+            f"`dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
         )
     check_shape(dataset, X, y, where)
     path = cache_path(dataset.name, root)
