@@ -82,10 +82,28 @@ def _positive_index_table(
     return table, (table >= 0).sum(1)
 
 
-def _ranking_distances(queries: torch.Tensor, gallery: torch.Tensor, gallery_sq: torch.Tensor) -> torch.Tensor:
-    """||g||^2 - 2 q.g: the squared Euclidean distance less ||q||^2, a per-row constant that changes no
-    ranking (every comparison the metrics make is within a row), so that pass is skipped."""
-    return torch.addmm(gallery_sq[None, :], queries, gallery.T, beta=1.0, alpha=-2.0)
+class _RankingDistances:
+    """``||g||^2 - 2 q.g`` for a chunk of queries: the squared Euclidean distance less ``||q||^2``, a per-row
+    constant that changes no ranking (every comparison the metrics make is within a row).
+
+    CPU: one OpenBLAS GEMM (numpy) over augmented operands ``[q, 1] . [-2g, ||g||^2]``, so the addition rides
+    inside the product; on this project's AMD CPUs OpenBLAS' sgemm measured 20-40% faster than torch's MKL one.
+    CUDA: ``torch.addmm``.
+    """
+
+    def __init__(self, queries: torch.Tensor, gallery: torch.Tensor) -> None:
+        self.on_cpu = gallery.device.type == "cpu"
+        gallery_sq = gallery.pow(2).sum(1)
+        if self.on_cpu:
+            self.left = torch.cat([queries, torch.ones(len(queries), 1)], dim=1).numpy()
+            self.right = torch.cat([-2.0 * gallery, gallery_sq[:, None]], dim=1).numpy().T
+        else:
+            self.queries, self.gallery, self.gallery_sq = queries, gallery, gallery_sq
+
+    def __call__(self, start: int, stop: int) -> torch.Tensor:
+        if self.on_cpu:
+            return torch.from_numpy(self.left[start:stop] @ self.right)
+        return torch.addmm(self.gallery_sq[None, :], self.queries[start:stop], self.gallery.T, alpha=-2.0)
 
 
 def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
@@ -168,7 +186,7 @@ def rank_neighbours(
     if self_index is not None:
         self_index = self_index.to(device)
     chunk_rows = chunk_rows or max(1, DEFAULT_CHUNK_ELEMENTS // max(n_gallery, 1))
-    gallery_sq = gallery.pow(2).sum(1)
+    ranking_distances = _RankingDistances(queries, gallery)
     gallery_index = torch.arange(n_gallery, device=device)
     positive_table, num_positives = _positive_index_table(query_labels, gallery_labels, self_index)
 
@@ -177,7 +195,7 @@ def rank_neighbours(
     with torch.inference_mode(), exact_fp32_matmul():
         for start in range(0, n_queries, chunk_rows):
             stop = min(start + chunk_rows, n_queries)
-            distances = _ranking_distances(queries[start:stop], gallery, gallery_sq)
+            distances = ranking_distances(start, stop)
             if self_index is not None:
                 distances[torch.arange(stop - start, device=device), self_index[start:stop]] = float("inf")
             first_rank[start:stop] = _first_positive_rank(distances, positive_table[start:stop], gallery_index)
