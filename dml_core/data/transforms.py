@@ -56,7 +56,8 @@ class ToInputSpec(torch.nn.Module):
         return (image - self.mean) / self.std
 
 
-def _resize(config: TransformConfig) -> v2.Transform:
+def resize_step(config: TransformConfig) -> v2.Transform:
+    """The resize of the eval and random-crop paths (also what the image cache stores)."""
     size = (config.resize, config.resize) if config.resize_mode == "squash" else config.resize
     return v2.Resize(size, interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
 
@@ -68,9 +69,9 @@ def build_transform(input_spec: InputSpec, config: TransformConfig, train: bool)
     if train and config.train_crop == "random_resized_crop":
         steps.append(v2.RandomResizedCrop(crop, scale=config.rrc_scale, antialias=True))
     elif train:
-        steps += [_resize(config), v2.RandomCrop(crop)]
+        steps += [resize_step(config), v2.RandomCrop(crop)]
     else:
-        steps += [_resize(config), v2.CenterCrop(crop)]
+        steps += [resize_step(config), v2.CenterCrop(crop)]
     if train and config.hflip:
         steps.append(v2.RandomHorizontalFlip())
     steps += [v2.ToDtype(torch.float32, scale=True), ToInputSpec(input_spec)]

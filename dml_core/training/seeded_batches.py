@@ -50,5 +50,5 @@ class SeededDataset(Dataset):
     def __getitem__(self, key: tuple[int, int]) -> Any:
         position, seed = key
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)  # the CPU generator the transforms draw from
             return self.dataset[position]

@@ -1,0 +1,122 @@
+"""A decoded uint8 image cache per dataset split and resize mode, memory-mapped.
+
+JPEG decoding and resizing dominate a data loader's CPU time; on a fast GPU they are the bottleneck. The cache
+stores each image exactly as the PIL path has it after its resize step (``ToImage`` then the recipe's
+``Resize``), as uint8 CHW, back to back in one flat file, with each image's offset and size beside it. Training
+then only crops, flips and normalises, in batch, on the device (``batch_augment``).
+
+Layout (one folder per split and resize mode, ``<root>/<dataset>/cache/<split>-<mode><size>/``):
+``pixels.u8`` (flat uint8), ``index.npz`` (offsets, heights, widths, labels) and ``meta.json`` (dataset, split,
+resize mode and size, number of images, sha256 of the dataset index it was built from). Written into a
+temporary folder and renamed into place, so a cache is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torchvision.transforms import v2
+from tqdm import tqdm
+
+from dml_core.atomic_io import atomic_write_json
+from dml_core.data.images import load_image
+from dml_core.data.index import index_path
+from dml_core.data.loading import load_split
+from dml_core.data.transforms import TransformConfig, resize_step
+from dml_core.errors import InputError
+
+CACHE_VERSION = 1
+
+
+def cache_dir(root: Path, dataset: str, split: str, resize_mode: str, resize: int) -> Path:
+    return Path(root) / dataset / "cache" / f"{split}-{resize_mode}{resize}"
+
+
+def _index_sha256(root: Path, dataset: str) -> str:
+    return hashlib.sha256(index_path(Path(root) / dataset).read_bytes()).hexdigest()
+
+
+def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int, progress: bool = True) -> Path:
+    """Decode and resize every image of a split once; return the cache folder."""
+    split_index = load_split(dataset, root, split)
+    resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
+    target = cache_dir(root, dataset, split, resize_mode, resize)
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    n = len(split_index)
+    offsets, heights, widths = np.zeros(n + 1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    with open(staging / "pixels.u8", "wb") as pixels:
+        for i, path in enumerate(tqdm(split_index.paths, desc=f"cache {dataset}/{split}", disable=not progress)):
+            image = resize_op(v2.functional.to_image(load_image(path)))
+            heights[i], widths[i] = image.shape[1:]
+            pixels.write(image.contiguous().numpy().tobytes())
+            offsets[i + 1] = offsets[i] + image.numel()
+    np.savez(staging / "index.npz", offsets=offsets, heights=heights, widths=widths, labels=split_index.labels)
+    atomic_write_json(
+        staging / "meta.json",
+        {
+            "version": CACHE_VERSION,
+            "dataset": dataset,
+            "split": split,
+            "resize_mode": resize_mode,
+            "resize": resize,
+            "images": n,
+            "index_sha256": _index_sha256(root, dataset),
+        },
+    )
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+@dataclass
+class ImageCache:
+    """A loaded cache: flat uint8 pixels (memory-mapped, or moved to a device) and per-image geometry."""
+
+    pixels: torch.Tensor  # (total,) uint8
+    offsets: torch.Tensor  # (n,) int64, start of each image's CHW block
+    heights: torch.Tensor  # (n,)
+    widths: torch.Tensor  # (n,)
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to(self, device: torch.device) -> ImageCache:
+        return ImageCache(
+            self.pixels.to(device),
+            self.offsets.to(device),
+            self.heights.to(device),
+            self.widths.to(device),
+            self.labels,
+        )
+
+
+def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
+    """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do."""
+    folder = cache_dir(root, dataset, split, resize_mode, resize)
+    meta_path = folder / "meta.json"
+    rebuild = f"run `dml prepare {dataset} --root {root} --cache {resize_mode} --cache-size {resize}`"
+    if not meta_path.is_file():
+        raise InputError(f"{folder}: no image cache for {dataset}/{split} ({resize_mode} {resize}); {rebuild}")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("version") != CACHE_VERSION or meta["index_sha256"] != _index_sha256(root, dataset):
+        raise InputError(f"{meta_path}: cache is stale (built from another index or version); {rebuild}")
+    index = np.load(folder / "index.npz")
+    pixels = np.memmap(folder / "pixels.u8", dtype=np.uint8, mode="c")  # copy-on-write: never written
+    if len(pixels) != int(index["offsets"][-1]):
+        raise InputError(f"{folder / 'pixels.u8'}: expected {int(index['offsets'][-1])} bytes, found {len(pixels)}")
+    return ImageCache(
+        torch.from_numpy(np.asarray(pixels)),
+        torch.from_numpy(index["offsets"][:-1].copy()),
+        torch.from_numpy(index["heights"].copy()),
+        torch.from_numpy(index["widths"].copy()),
+        index["labels"],
+    )

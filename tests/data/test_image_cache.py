@@ -1,0 +1,38 @@
+"""The decoded uint8 cache: exactly the PIL path's resized pixels, refused when absent or stale."""
+
+import pytest
+import torch
+from torchvision.transforms import v2
+
+from dml_core.data import load_image, load_split
+from dml_core.data.image_cache import build_cache, cache_dir, load_cache
+from dml_core.data.transforms import TransformConfig, resize_step
+from dml_core.errors import InputError
+
+
+@pytest.mark.parametrize("mode", ["squash", "shorter_side"])
+def test_cache_holds_the_pil_paths_resized_pixels(odd_sized_cub, mode):
+    build_cache("cub200", odd_sized_cub, "train", mode, 40, progress=False)
+    cache = load_cache("cub200", odd_sized_cub, "train", mode, 40)
+    split = load_split("cub200", odd_sized_cub, "train")
+    resize = resize_step(TransformConfig(resize_mode=mode, resize=40))
+    assert len(cache) == len(split)
+    for position, path in enumerate(split.paths):
+        expected = resize(v2.functional.to_image(load_image(path)))
+        start, height, width = int(cache.offsets[position]), int(cache.heights[position]), int(cache.widths[position])
+        stored = cache.pixels[start : start + 3 * height * width].view(3, height, width)
+        assert torch.equal(stored, expected)
+    assert (cache.heights == 40).all() if mode == "squash" else (cache.heights.minimum(cache.widths) == 40).all()
+
+
+def test_missing_and_stale_caches_say_what_to_run(odd_sized_cub):
+    with pytest.raises(
+        InputError, match=r"no image cache .* run `dml prepare cub200 .* --cache squash --cache-size 40`"
+    ):
+        load_cache("cub200", odd_sized_cub, "train", "squash", 40)
+    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    index = odd_sized_cub / "cub200" / "dml_index.csv"
+    index.write_text(index.read_text() + "\n")  # the dataset was prepared again since
+    with pytest.raises(InputError, match="cache is stale"):
+        load_cache("cub200", odd_sized_cub, "train", "squash", 40)
+    assert not cache_dir(odd_sized_cub, "cub200", "train", "squash", 40).with_name("train-squash40.partial").exists()
