@@ -10,7 +10,7 @@ import sys
 from dml_core.errors import InputError
 
 # Subcommand modules, in the order ``dml --help`` lists them.
-COMMAND_MODULES = ("prepare", "train", "evaluate", "evaluate_embeddings", "weights")
+COMMAND_MODULES = ("prepare", "train", "evaluate", "evaluate_embeddings", "weights", "reproduce", "tables")
 
 
 def build_parser() -> argparse.ArgumentParser:
