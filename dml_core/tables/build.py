@@ -53,8 +53,8 @@ def build_paper_tables(
             runs[item.results.recipe.id].append(item.results)
         recall = plots.recall_plots(frame, plot_dir, smoke)
         curves = plots.curve_plots(runs, plot_dir, smoke)
-    shown = {(line.table, line.row) for line in frame.itertuples()}
-    unplanned = sum(1 for table in paper.tables for row in table.rows if (table.id, row.id) not in shown)
+    targeted = set(planned) | {(t.table, t.row) for item in loaded for t in item.results.targets}
+    unplanned = sum(1 for table in paper.tables for row in table.rows if (table.id, row.id) not in targeted)
     text = markdown.render(
         paper,
         frame,

@@ -109,7 +109,7 @@ def comparison_table(frame: pd.DataFrame) -> str:
             "recipe": frame["recipe"],
             "seeds": frame["seeds"].replace("", NOT_AVAILABLE),
             "metric": frame["metric"],
-            "published": [f"{value:g}" for value in frame["published"]],
+            "published": [str(float(value)) for value in frame["published"]],  # as printed: 67.0, not 67
             "reproduced": [_reproduced(m, s) for m, s in zip(frame["reproduced"], frame["std"], strict=True)],
             "delta": [NOT_AVAILABLE if math.isnan(d) else f"{d:+.2f}" for d in frame["delta"]],
             "status": frame["status"],
