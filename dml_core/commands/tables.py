@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     tolerances = load_tolerances(args.tolerances)
     previous: dict[str, dict[str, float]] = {}
     if args.check and args.previous:
-        summary_file = args.previous / SUMMARY_NAME if args.previous.is_dir() else args.previous
+        # A folder (the nightly output folder, perhaps not created yet) means its summary.json.
+        summary_file = args.previous if args.previous.suffix == ".json" else args.previous / SUMMARY_NAME
         if summary_file.exists():
             previous = load_summary(summary_file, args.smoke)
         else:
