@@ -63,6 +63,7 @@ def build_paper_tables(
         tolerances,
         smoke=smoke,
         unplanned_rows=unplanned,
+        recipes=len({recipe for recipes in planned.values() for recipe in recipes}),
         recall_plots=recall,
         curve_plots=curves,
         markdown_dir=path.parent,

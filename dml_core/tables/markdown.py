@@ -28,10 +28,6 @@ SELECTION_RULES = {
 NOT_AVAILABLE = "—"
 
 
-def _number(value: float, digits: int = 2) -> str:
-    return NOT_AVAILABLE if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-
 def _reproduced(mean: float, std: float) -> str:
     """``55.10`` for one seed, ``55.10 ± 0.80`` for several, a dash when not run."""
     if math.isnan(mean):
@@ -69,6 +65,7 @@ def header(
     tolerances: Tolerances,
     smoke: bool,
     unplanned_rows: int,
+    recipes: int,
 ) -> str:
     """Title, smoke banner, and where the numbers come from: runs, selection, protocol, commits, devices."""
     info = paper.paper
@@ -83,8 +80,8 @@ def header(
     rules = _distinct(r.selection.rule for r in runs)
     tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
     lines += [
-        f"- Paper key: `{info.key}`; results files: {len(runs)} "
-        f"({len({r.recipe.id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
+        f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
+        f"(of {len({r.recipe.id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
         "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no runs)"),
         "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in loaded)) or "none (no runs)"),
         "- Git commit(s): " + (", ".join(commits) or "none"),
@@ -122,7 +119,7 @@ def timing_table(timing: pd.DataFrame) -> str:
     """Published iterations/s and hours beside ours, with the device each run used."""
     shown = timing.copy()
     for column in ("published it/s", "ours it/s", "published hours", "ours hours"):
-        shown[column] = [_number(value, 3) for value in timing[column]]
+        shown[column] = [NOT_AVAILABLE if math.isnan(value) else f"{value:.3g}" for value in timing[column]]
     shown["iterations"] = [NOT_AVAILABLE if math.isnan(v) else str(int(v)) for v in timing["iterations"]]
     shown["seeds"] = shown["seeds"].replace("", NOT_AVAILABLE)
     return shown.to_markdown(index=False, disable_numparse=True)
@@ -141,12 +138,13 @@ def render(
     *,
     smoke: bool,
     unplanned_rows: int = 0,
+    recipes: int = 0,
     recall_plots: Mapping[tuple[str, str, str], Path] | None = None,
     curve_plots: Mapping[str, Path] | None = None,
     markdown_dir: Path | None = None,
 ) -> str:
     """The whole ``tables/<key>.md``; plot paths are linked relative to ``markdown_dir``."""
-    parts = [header(paper, loaded, tolerances, smoke, unplanned_rows)]
+    parts = [header(paper, loaded, tolerances, smoke, unplanned_rows, recipes)]
     for table in paper.tables:
         lines = frame[frame["table"] == table.id]
         if lines.empty:
