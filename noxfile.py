@@ -69,6 +69,12 @@ def shared_python(session: nox.Session) -> str:
 
 
 @nox.session
+def environment(session: nox.Session) -> None:
+    """Build or refresh the shared environment only (the Docker image build runs this)."""
+    shared_python(session)
+
+
+@nox.session
 def tests(session: nox.Session) -> None:
     """The test gate (CI runs this): unit, parity and end-to-end tests on the CPU."""
     python = shared_python(session)
@@ -93,3 +99,59 @@ def bench(session: nox.Session) -> None:
         python, "-m", "pytest", "tests/benchmarks", "-o", "python_files=bench_*.py", "-s",
         "--benchmark-only", "--benchmark-columns=min,rounds", *session.posargs, env=TEST_ENV,
     )  # fmt: skip
+
+
+# --- Reproduction: one session per paper, the table builder, and the nightly job ---------------------------------
+# Thin wrappers: the logic is in dml_core.reproduce and dml_core.tables (`dml reproduce`, `dml tables`).
+
+PAPERS = ("damlrrm", "anml", "gpw", "drml", "cgml")
+
+
+def _dml(session: nox.Session, *args: str, **kwargs) -> None:
+    session.run(shared_python(session), "-m", "dml_core.cli", *args, **kwargs)
+
+
+def _reproduce_session(key: str) -> None:
+    def reproduce(session: nox.Session) -> None:
+        _dml(session, "reproduce", key, *session.posargs)
+
+    reproduce.__doc__ = (
+        f"Reproduce {key}: check data and weights, run every reproduce/{key}/*.yaml (finished runs skipped), "
+        f"write results/{key}/, build tables/{key}.md. '-- --smoke': CPU smoke versions (results/smoke/)."
+    )
+    nox.session(name=f"reproduce-{key}")(reproduce)
+
+
+for _key in PAPERS:
+    _reproduce_session(_key)
+
+
+@nox.session
+def tables(session: nox.Session) -> None:
+    """Build tables/<paper>.md (+ plots) from the results files; arguments go to `dml tables`."""
+    _dml(session, "tables", *session.posargs)
+
+
+@nox.session
+def nightly(session: nox.Session) -> None:
+    """Reproduce every paper, then `dml tables --check` against the previous nightly's summary.
+
+    Fails when a number is below published (or the previous nightly) minus its tolerance, or a run failed.
+    The summary (tables/nightly/summary.json) is replaced only by a passing check. '-- --smoke' runs the
+    smoke versions and compares them with the previous smoke nightly (tables/smoke/nightly/)."""
+    smoke = "--smoke" in session.posargs
+    nightly_dir = Path(os.environ.get("DML_TABLES_DIR", "tables")) / ("smoke" if smoke else "") / "nightly"
+    failed = []
+    for key in PAPERS:
+        try:
+            _dml(session, "reproduce", key, "--no-progress", *session.posargs)
+        except nox.command.CommandFailed as error:
+            if error.return_code != 1:  # 2: missing data/weights or bad input; nothing later can fix it
+                raise
+            failed.append(key)  # 1: a run of this paper failed (non-finite loss); the other papers still run
+    _dml(
+        session, "tables", "--check", "--previous", str(nightly_dir), "--summary", str(nightly_dir / "summary.json"),
+        *(["--smoke"] if smoke else []),
+    )  # fmt: skip
+    if failed:
+        session.error(f"runs failed in: {', '.join(failed)} (see the log above)")

@@ -10,7 +10,16 @@ import sys
 from dml_core.errors import InputError
 
 # Subcommand modules, in the order ``dml --help`` lists them.
-COMMAND_MODULES = ("prepare", "train", "evaluate", "evaluate_embeddings", "linear_table2", "weights")
+COMMAND_MODULES = (
+    "prepare",
+    "train",
+    "evaluate",
+    "evaluate_embeddings",
+    "reproduce",
+    "tables",
+    "linear_table2",
+    "weights",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,55 @@
+"""Where reproduction runs read recipes and write: run folders (checkpoints), results files and tables.
+
+Defaults are relative to the working directory (the repository root under nox); ``DML_RUNS_DIR``,
+``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image points them into the /results volume).
+Smoke output goes to a ``smoke/`` sub-folder of each, so it never mixes with full-scale numbers.
+
+>>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, smoke=True).as_posix()
+'results/smoke/damlrrm/ours-cub200-seed1.json'
+>>> tables_markdown(Path("tables"), "damlrrm", smoke=False).as_posix()
+'tables/damlrrm.md'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# The repository's recipes: reproduce/<key>/*.yaml (and reproduce/tolerances.yaml).
+RECIPES_DIR = Path(__file__).resolve().parents[1] / "reproduce"
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("DML_RUNS_DIR", "runs"))
+
+
+def results_root() -> Path:
+    return Path(os.environ.get("DML_RESULTS_DIR", "results"))
+
+
+def tables_root() -> Path:
+    return Path(os.environ.get("DML_TABLES_DIR", "tables"))
+
+
+def _scoped(root: Path, smoke: bool) -> Path:
+    return root / "smoke" if smoke else root
+
+
+def results_folder(root: Path, key: str, smoke: bool) -> Path:
+    """``<root>/[smoke/]<key>``: one paper's results files."""
+    return _scoped(root, smoke) / key
+
+
+def results_file(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -> Path:
+    """``<root>/[smoke/]<key>/<recipe id>-seed<seed>.json``."""
+    return results_folder(root, key, smoke) / f"{recipe_id}-seed{seed}.json"
+
+
+def run_folder(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -> Path:
+    """``<root>/[smoke/]<key>/<recipe id>-seed<seed>``: the checkpoint of one run."""
+    return _scoped(root, smoke) / key / f"{recipe_id}-seed{seed}"
+
+
+def tables_markdown(root: Path, key: str, smoke: bool) -> Path:
+    """``<root>/[smoke/]<key>.md``; its plots go in the folder of the same name without ``.md``."""
+    return _scoped(root, smoke) / f"{key}.md"

@@ -1,0 +1,188 @@
+"""The paper runner behind ``dml reproduce KEY`` and the ``reproduce-<key>`` nox sessions.
+
+For one paper: list ``reproduce/<key>/*.yaml``, check that their datasets and weight files are on this machine
+(saying how to prepare what is missing), train every recipe x seed (resumable: a run whose results file
+matches the recipe is skipped, an interrupted one continues from its checkpoint), then build the tables.
+``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dml_core.data.index import index_path
+from dml_core.data.registry import get_spec
+from dml_core.errors import InputError
+from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
+from dml_core.output_paths import results_file, run_folder
+from dml_core.recipe import Recipe, load_recipe, smoke_version
+from dml_core.results import load_results
+from dml_core.tables import PaperTables, build_paper_tables, load_tolerances
+from dml_core.training.builders import data_root as resolve_data_root
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One recipe x seed: the resolved recipe (seed set, smoke-shrunk if asked) and where it writes."""
+
+    recipe_path: Path
+    overrides: tuple[str, ...]
+    recipe: Recipe
+    run_dir: Path
+    results_path: Path
+
+
+@dataclass
+class ReproduceReport:
+    """What a paper run did: runs trained, skipped as finished, failed (with the reason), and the tables."""
+
+    trained: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    tables: PaperTables | None = None
+
+
+def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
+    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
+    paths = sorted((Path(recipes_dir) / key).glob("*.yaml"))
+    if not paths:
+        raise InputError(f"{Path(recipes_dir) / key}: no recipes (*.yaml) for paper {key!r}")
+    if only:
+        unknown = sorted(set(only) - {path.stem for path in paths})
+        if unknown:
+            known = ", ".join(path.stem for path in paths)
+            raise InputError(f"--only: expected recipe ids of {key} ({known}), found {', '.join(unknown)}")
+        paths = [path for path in paths if path.stem in only]
+    return paths
+
+
+def plan_runs(
+    key: str,
+    recipe_paths: Sequence[Path],
+    seeds: Sequence[int] | None,
+    smoke: bool,
+    runs_root: Path,
+    results_root: Path,
+) -> list[PlannedRun]:
+    """Every recipe x seed (``seeds=None``: each recipe's own ``training.seed``)."""
+    plans = []
+    for path in recipe_paths:
+        for seed in seeds if seeds is not None else [load_recipe(path).training.seed]:
+            overrides = (f"training.seed={seed}",)
+            recipe = load_recipe(path, list(overrides))
+            if recipe.paper != key:
+                raise InputError(f"{path}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
+            if smoke:
+                recipe = smoke_version(recipe)
+            plans.append(
+                PlannedRun(
+                    recipe_path=path,
+                    overrides=overrides,
+                    recipe=recipe,
+                    run_dir=run_folder(runs_root, key, recipe.id, seed, smoke),
+                    results_path=results_file(results_root, key, recipe.id, seed, smoke),
+                )
+            )
+    return plans
+
+
+def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[str]:
+    """What the runs need and this machine lacks (prepared datasets, weight files), each with how to get it."""
+    problems: list[str] = []
+    for plan in plans:
+        recipe = plan.recipe
+        root = resolve_data_root(recipe, data_root)
+        spec = get_spec(recipe.data.dataset)
+        if not spec.generated and not index_path(root / spec.name).is_file():
+            problems.append(
+                f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
+                f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
+            )
+        weights = recipe.model.weights
+        if weights == "pretrained":
+            expected = WEIGHT_FILES[recipe.model.backbone]
+            if not (weights_cache_dir() / expected.file_name).is_file():
+                problems.append(
+                    missing_weights_message(expected, [weights_cache_dir()])
+                    + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
+                )
+        elif weights != "random" and not Path(weights).expanduser().is_file():
+            problems.append(f"{plan.recipe_path}: field model.weights: file {weights} not found")
+    return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
+
+
+def is_finished(plan: PlannedRun) -> bool:
+    """A results file for exactly this recipe (same content hash, so the same seed and smoke settings) exists."""
+    if not plan.results_path.is_file():
+        return False
+    return load_results(plan.results_path).recipe.sha256 == plan.recipe.content_hash()
+
+
+def reproduce_paper(
+    key: str,
+    *,
+    recipes_dir: Path,
+    runs_root: Path,
+    results_root: Path,
+    tables_root: Path,
+    smoke: bool = False,
+    seeds: Sequence[int] | None = None,
+    only: Sequence[str] = (),
+    data_root: Path | None = None,
+    device: str | None = None,
+    papers_dir: Path | None = None,
+    tolerances_path: Path | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> ReproduceReport:
+    """Preflight, train every planned run (skipping finished ones), then build the paper's tables.
+
+    A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
+    dataset or weight file stops everything before any training, listing all that is missing.
+    """
+    from dml_core.training import NonFiniteError, train
+
+    plans = plan_runs(key, paper_recipe_paths(recipes_dir, key, only), seeds, smoke, runs_root, results_root)
+    problems = missing_inputs(plans, data_root)
+    if problems:
+        raise InputError(f"paper {key}: missing inputs: " + " | ".join(problems))
+    tolerances = load_tolerances(tolerances_path)  # before training: a bad file should not cost a night
+    report = ReproduceReport()
+    for number, plan in enumerate(plans, start=1):
+        name = f"{plan.recipe.id} seed {plan.recipe.training.seed}"
+        if is_finished(plan):
+            log(f"[{number}/{len(plans)}] {name}: finished earlier ({plan.results_path}), skipped")
+            report.skipped.append(name)
+            continue
+        log(f"[{number}/{len(plans)}] {name}: training{' (smoke)' if smoke else ''} in {plan.run_dir}")
+        try:
+            train(
+                plan.recipe,
+                plan.run_dir,
+                recipe_path=plan.recipe_path,
+                overrides=list(plan.overrides),
+                smoke=smoke,
+                resume=True,
+                data_root=data_root,
+                device=device,
+                progress=progress,
+                results_path=plan.results_path,
+            )
+        except NonFiniteError as error:
+            log(f"[{number}/{len(plans)}] {name}: FAILED: {error}")
+            report.failed[name] = str(error)
+            continue
+        report.trained.append(name)
+    report.tables = build_paper_tables(
+        key,
+        results_root=results_root,
+        tables_root=tables_root,
+        recipes_dir=recipes_dir,
+        tolerances=tolerances,
+        smoke=smoke,
+        papers_dir=papers_dir,
+    )
+    log(f"tables: {report.tables.markdown_path}")
+    return report

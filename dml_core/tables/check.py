@@ -1,0 +1,122 @@
+"""``dml tables --check``: the nightly gate, and the nightly summary it compares against next time.
+
+A line fails when its reproduced number is below the published one minus the metric's tolerance, or below the
+previous nightly's number minus the tolerance, or when the previous nightly measured it and this one did not.
+Smoke numbers are never compared with the paper (they are not comparable), only with the previous smoke
+nightly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dml_core.atomic_io import atomic_write_json
+from dml_core.errors import InputError
+from dml_core.tables.join import BELOW
+
+SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_NAME = "summary.json"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed line: which paper, table, row, recipe and metric, and why (with the numbers)."""
+
+    paper: str
+    table: str
+    row: str
+    recipe: str
+    metric: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.paper} {self.table} {self.row} [{self.recipe}] {self.metric}: {self.reason}"
+
+
+def line_key(table: str, row: str, recipe: str, metric: str) -> str:
+    """The summary's key of one line.
+
+    >>> line_key("table1", "ours-cub200", "ours-cub200", "R@1")
+    'table1/ours-cub200/ours-cub200/R@1'
+    """
+    return f"{table}/{row}/{recipe}/{metric}"
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, float]:
+    """The reproduced value of every measured line of one paper, keyed by :func:`line_key`."""
+    return {
+        line_key(line.table, line.row, line.recipe, line.metric): float(line.reproduced)
+        for line in frame.itertuples()
+        if not math.isnan(line.reproduced)
+    }
+
+
+def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | None, smoke: bool) -> list[Failure]:
+    """Every failing line of one paper's joined frame (see the module docstring for the rules)."""
+    failures = []
+    for line in frame.itertuples():
+        fail = lambda reason, line=line: failures.append(  # noqa: E731
+            Failure(key, line.table, line.row, str(line.recipe), line.metric, reason)
+        )
+        measured = not math.isnan(line.reproduced)
+        if measured and not smoke and line.status == BELOW:
+            fail(
+                f"{line.reproduced:.2f} is below published {line.published:g} minus tolerance {line.tolerance:g} "
+                f"(delta {line.delta:+.2f})"
+            )
+        before = (previous or {}).get(line_key(line.table, line.row, str(line.recipe), line.metric))
+        if before is None:
+            continue
+        if not measured:
+            fail(f"not measured now; the previous nightly measured {before:.2f}")
+        elif line.reproduced < before - line.tolerance:
+            fail(
+                f"{line.reproduced:.2f} is below the previous nightly's {before:.2f} minus tolerance "
+                f"{line.tolerance:g} (change {line.reproduced - before:+.2f})"
+            )
+    return failures
+
+
+def write_summary(path: str | Path, values: Mapping[str, Mapping[str, float]], smoke: bool) -> Path:
+    """Write ``{paper: {line key: value}}`` atomically (a crashed nightly never leaves half a summary)."""
+    payload = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "smoke": smoke,
+        "values": {paper: dict(sorted(lines.items())) for paper, lines in sorted(values.items())},
+    }
+    return atomic_write_json(path, payload)
+
+
+def load_summary(path: str | Path, smoke: bool) -> dict[str, dict[str, float]]:
+    """A previous nightly's ``{paper: {line key: value}}``; its smoke flag must match this run's."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / SUMMARY_NAME
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: previous nightly summary not found") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(payload, dict) or payload.get("schema_version") != SUMMARY_SCHEMA_VERSION:
+        found = payload.get("schema_version") if isinstance(payload, dict) else type(payload).__name__
+        raise InputError(f"{path}: field schema_version: expected {SUMMARY_SCHEMA_VERSION}, found {found!r}")
+    if payload.get("smoke") is not smoke:
+        raise InputError(
+            f"{path}: field smoke: expected {smoke} (smoke and full-scale numbers are not comparable), "
+            f"found {payload.get('smoke')!r}"
+        )
+    values = payload.get("values")
+    if not isinstance(values, dict) or not all(
+        isinstance(lines, dict) and all(isinstance(v, int | float) for v in lines.values()) for lines in values.values()
+    ):
+        raise InputError(f"{path}: field values: expected {{paper: {{line: number}}}}, found {values!r:.80}")
+    return {paper: {k: float(v) for k, v in lines.items()} for paper, lines in values.items()}

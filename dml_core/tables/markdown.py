@@ -1,0 +1,162 @@
+"""Render one paper's reproduction as Markdown: a header saying how the numbers were obtained, one table per
+published table (published, reproduced, delta, status per metric), the training-time table, and the plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from dml_core.published import PublishedPaper
+from dml_core.tables.join import LoadedResults
+from dml_core.tables.tolerances import Tolerances
+
+SMOKE_BANNER = (
+    "> **Smoke run: these numbers are NOT comparable with the paper.** They come from the embedded glyph "
+    "dataset, random initialisation, small images and a few iterations on the CPU; they only show that every "
+    "recipe runs end to end. The status column compares them with the published numbers anyway, mechanically."
+)
+
+SELECTION_RULES = {
+    "best_r1": "best_r1: the evaluation with the best test R@1 over training (earliest on ties); every metric "
+    "of the row is taken from that one evaluation",
+    "final": "final: the last evaluation of the run",
+}
+
+NOT_AVAILABLE = "—"
+
+
+def _reproduced(mean: float, std: float) -> str:
+    """``55.10`` for one seed, ``55.10 ± 0.80`` for several, a dash when not run."""
+    if math.isnan(mean):
+        return NOT_AVAILABLE
+    return f"{mean:.2f}" if math.isnan(std) else f"{mean:.2f} ± {std:.2f}"
+
+
+def _protocol_line(item: LoadedResults) -> str:
+    results = item.results
+    protocol = results.evaluation_protocol
+    knn = protocol.get("knn", {})
+    clustering = protocol.get("clustering", {})
+    parts = [
+        f"{results.dataset}: {protocol.get('protocol', '?')} retrieval",
+        f"self excluded {protocol.get('self_exclusion', '?')}",
+        f"L2-normalised {'yes' if protocol.get('normalize') else 'no'}",
+    ]
+    if knn:
+        parts.append(f"Recall@K for K in {knn.get('recall_ks')}")
+    if clustering:
+        parts.append(
+            f"k-means {clustering.get('backend', '?')} ({clustering.get('iterations', '?')} iterations, "
+            f"seed {clustering.get('seed', '?')}), NMI {clustering.get('nmi_normalization', '?')}"
+        )
+    return ", ".join(parts)
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    return sorted(set(values))
+
+
+def header(
+    paper: PublishedPaper,
+    loaded: list[LoadedResults],
+    tolerances: Tolerances,
+    smoke: bool,
+    unplanned_rows: int,
+    recipes: int,
+) -> str:
+    """Title, smoke banner, and where the numbers come from: runs, selection, protocol, commits, devices."""
+    info = paper.paper
+    lines = [f"# Reproduction: {info.title} ({info.venue} {info.year})", ""]
+    if smoke:
+        lines += [SMOKE_BANNER, ""]
+    runs = [item.results for item in loaded]
+    commits = _distinct(
+        f"`{r.git.get('commit', 'unknown')[:12]}`{' (dirty)' if r.git.get('dirty') else ''}" for r in runs
+    )
+    devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
+    rules = _distinct(r.selection.rule for r in runs)
+    tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
+    lines += [
+        f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
+        f"(of {len({r.recipe.id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
+        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no runs)"),
+        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in loaded)) or "none (no runs)"),
+        "- Git commit(s): " + (", ".join(commits) or "none"),
+        "- GPU(s): " + (", ".join(devices) or "none"),
+        f'- Status: |reproduced - published| within the tolerance (points) is "within tolerance", else '
+        f'"below"/"above"; tolerances: default {tolerances.default:g}'
+        + (f", {tolerance_text}" if tolerance_text else "")
+        + ". Reproduced values are mean ± sample std over seeds when there are several.",
+        f"- Published rows no recipe targets (not shown): {unplanned_rows}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def comparison_table(frame: pd.DataFrame) -> str:
+    """The Markdown (pipe) table of one published table's lines from :func:`dml_core.tables.join.join`."""
+    shown = pd.DataFrame(
+        {
+            "row": frame["row"],
+            "method": frame["method"],
+            "dataset": frame["dataset"],
+            "recipe": frame["recipe"],
+            "seeds": frame["seeds"].replace("", NOT_AVAILABLE),
+            "metric": frame["metric"],
+            "published": [str(float(value)) for value in frame["published"]],  # as printed: 67.0, not 67
+            "reproduced": [_reproduced(m, s) for m, s in zip(frame["reproduced"], frame["std"], strict=True)],
+            "delta": [NOT_AVAILABLE if math.isnan(d) else f"{d:+.2f}" for d in frame["delta"]],
+            "status": frame["status"],
+        }
+    )
+    return shown.to_markdown(index=False, disable_numparse=True)
+
+
+def timing_table(timing: pd.DataFrame) -> str:
+    """Published iterations/s and hours beside ours, with the device each run used."""
+    shown = timing.copy()
+    for column in ("published it/s", "ours it/s", "published hours", "ours hours"):
+        shown[column] = [NOT_AVAILABLE if math.isnan(value) else f"{value:.3g}" for value in timing[column]]
+    shown["iterations"] = [NOT_AVAILABLE if math.isnan(v) else str(int(v)) for v in timing["iterations"]]
+    shown["seeds"] = shown["seeds"].replace("", NOT_AVAILABLE)
+    return shown.to_markdown(index=False, disable_numparse=True)
+
+
+def _images(paths: Iterable[Path], relative_to: Path) -> list[str]:
+    return [f"![{path.stem}]({path.relative_to(relative_to).as_posix()})" for path in paths]
+
+
+def render(
+    paper: PublishedPaper,
+    frame: pd.DataFrame,
+    timing: pd.DataFrame,
+    loaded: list[LoadedResults],
+    tolerances: Tolerances,
+    *,
+    smoke: bool,
+    unplanned_rows: int = 0,
+    recipes: int = 0,
+    recall_plots: Mapping[tuple[str, str, str], Path] | None = None,
+    curve_plots: Mapping[str, Path] | None = None,
+    markdown_dir: Path | None = None,
+) -> str:
+    """The whole ``tables/<key>.md``; plot paths are linked relative to ``markdown_dir``."""
+    parts = [header(paper, loaded, tolerances, smoke, unplanned_rows, recipes)]
+    for table in paper.tables:
+        lines = frame[frame["table"] == table.id]
+        if lines.empty:
+            continue
+        parts += [f"## {table.id}: {table.caption}", "", comparison_table(lines), ""]
+        plots = [path for key, path in sorted((recall_plots or {}).items()) if key[0] == table.id]
+        if plots and markdown_dir is not None:
+            parts += [*_images(plots, markdown_dir), ""]
+    if frame.empty:
+        parts += ["No recipe targets a row of this paper yet, and no results exist.", ""]
+    if not timing.empty:
+        parts += ["## Training time", "", timing_table(timing), ""]
+    if curve_plots and markdown_dir is not None:
+        parts += ["## Training curves", "", *_images((curve_plots[k] for k in sorted(curve_plots)), markdown_dir), ""]
+    return "\n".join(parts)

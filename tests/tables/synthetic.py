@@ -1,0 +1,132 @@
+"""Synthetic inputs for the table builder's tests: a tiny published.yaml, results files valid per
+``dml_core.results``'s schema, and recipe files that target rows. Numbers are made up; nothing here is a
+published or reproduced result."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from dml_core.results import SCHEMA_VERSION, select, write_results
+
+PAPER_KEY = "damlrrm"  # the loader only accepts the five real keys; the tables below are synthetic
+
+PUBLISHED = {
+    "paper": {"key": PAPER_KEY, "title": "A Synthetic Paper", "venue": "TEST", "year": 2020},
+    "tables": [
+        {
+            "id": "table1",
+            "caption": "Retrieval on CUB",
+            "kind": "main",
+            "rows": [
+                {"id": "lifted-cub200", "method": "Lifted", "proposed": False, "dataset": "cub200",
+                 "metrics": {"R@1": 43.6, "NMI": 56.5}},
+                {"id": "ours-cub200", "method": "OURS", "proposed": True, "dataset": "cub200",
+                 "metrics": {"R@1": 55.1, "R@2": 67.0, "NMI": 60.0}},
+            ],
+        },
+        {
+            "id": "table8",
+            "caption": "Training time",
+            "kind": "training_time",
+            "rows": [
+                {"id": "ours-cub200", "method": "OURS", "proposed": True, "dataset": "cub200",
+                 "metrics": {"iterations_per_second": 0.84, "training_hours": 13.2}},
+            ],
+        },
+    ],
+}  # fmt: skip
+
+RECIPE = {
+    "id": "ours-cub200",
+    "paper": PAPER_KEY,
+    "targets": [{"table": "table1", "row": "ours-cub200"}, {"table": "table8", "row": "ours-cub200"}],
+    "data": {"dataset": "cub200", "num_workers": 0},
+    "model": {"backbone": "googlenet", "weights": "pretrained"},
+    "loss": {"name": "multi_similarity"},
+    "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
+    "optimizer": {"name": "adam", "lr": 1e-3},
+    "training": {"iterations": 10},
+}
+
+
+def write_papers_dir(root: Path, published: dict = PUBLISHED) -> Path:
+    """``<root>/papers/<key>/published.yaml``; returns the papers folder."""
+    folder = root / "papers" / PAPER_KEY
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "published.yaml").write_text(yaml.safe_dump(published, sort_keys=False))
+    return root / "papers"
+
+
+def write_recipe(recipes_dir: Path, **changes) -> Path:
+    """A recipe file ``<recipes_dir>/<key>/<id>.yaml`` (top-level fields replaced by ``changes``)."""
+    tree = {**copy.deepcopy(RECIPE), **changes}
+    path = recipes_dir / PAPER_KEY / f"{tree['id']}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+def results_payload(
+    recipe_id: str = "ours-cub200",
+    *,
+    seed: int = 0,
+    curve: list[dict[str, float]] | None = None,
+    targets: list[dict] | None = None,
+    smoke: bool = False,
+    gpu: str | None = "NVIDIA H100",
+    commit: str = "0123456789abcdef0123",
+    paper: str = PAPER_KEY,
+    iterations_per_second: float = 2.0,
+    train_seconds: float = 7200.0,
+    rule: str = "best_r1",
+) -> dict:
+    """A complete results file; ``curve`` is the metrics of each evaluation (every 100 iterations)."""
+    curve = curve or [{"R@1": 50.0, "R@2": 62.0, "NMI": 58.0}]
+    evaluations = [
+        {"iteration": 100 * (i + 1), "epoch": float(i + 1), "metrics": metrics, "seconds": 1.0}
+        for i, metrics in enumerate(curve)
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "complete",
+        "created": "2026-01-01T00:00:00+00:00",
+        "recipe": {"id": recipe_id, "path": None, "sha256": "a" * 64, "overrides": [], "content": {}},
+        "paper": paper,
+        "targets": targets if targets is not None else RECIPE["targets"],
+        "dataset": "cub200",
+        "backbone": "googlenet",
+        "weights": {"requested": "pretrained", "id": "googlenet-1378be20.pth"},
+        "seed": seed,
+        "smoke": smoke,
+        "world_size": 1,
+        "git": {"commit": commit, "dirty": False},
+        "environment": {"gpu": gpu, "device": "cuda" if gpu else "cpu"},
+        "evaluation_protocol": {
+            "protocol": "single-set",
+            "self_exclusion": "by index",
+            "normalize": True,
+            "knn": {"recall_ks": [1, 2]},
+            "clustering": {"backend": "faiss", "iterations": 20, "seed": 0, "nmi_normalization": "arithmetic"},
+            "selection_rule": rule,
+        },
+        "evaluations": evaluations,
+        "selection": select(evaluations, rule),
+        "timing": {
+            "iterations": 100 * len(curve),
+            "train_seconds": train_seconds,
+            "data_wait_seconds": 1.0,
+            "compute_seconds": train_seconds - 1.0,
+            "iterations_per_second": iterations_per_second,
+            "evaluation_seconds": 1.0,
+            "resumed_runs": 0,
+        },
+    }
+
+
+def write_results_file(results_root: Path, payload: dict) -> Path:
+    """``<results_root>/[smoke/]<paper>/<id>-seed<seed>.json``, validated and written like the trainer does."""
+    folder = results_root / ("smoke" if payload["smoke"] else "") / payload["paper"]
+    return write_results(folder / f"{payload['recipe']['id']}-seed{payload['seed']}.json", payload)

@@ -1,0 +1,65 @@
+"""The nightly gate: below published or below the previous nightly (minus tolerance) fails, with the reason;
+the summary round-trips and refuses to compare smoke with full-scale numbers."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from dml_core.errors import InputError
+from dml_core.tables.check import check_paper, line_key, load_summary, summarize, write_summary
+from dml_core.tables.join import COLUMNS, status_of
+
+
+def _frame(*lines):
+    """Lines of (metric, published, reproduced); tolerance 1.5."""
+    rows = []
+    for metric, published, reproduced in lines:
+        rows.append(
+            {"table": "table1", "row": "ours-cub200", "method": "OURS", "dataset": "cub200", "recipe": "r",
+             "seeds": "0", "metric": metric, "published": published, "reproduced": reproduced, "std": math.nan,
+             "delta": reproduced - published, "tolerance": 1.5, "status": status_of(published, reproduced, 1.5)}
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def test_below_published_minus_tolerance_fails_and_says_why():
+    frame = _frame(("R@1", 55.1, 53.5), ("R@2", 67.0, 65.5), ("NMI", 60.0, 70.0))
+    failures = check_paper("damlrrm", frame, None, smoke=False)
+    assert [f.metric for f in failures] == ["R@1"]  # R@2 exactly at the edge passes; above never fails
+    assert str(failures[0]) == (
+        "damlrrm table1 ours-cub200 [r] R@1: 53.50 is below published 55.1 minus tolerance 1.5 (delta -1.60)"
+    )
+
+
+def test_a_regression_against_the_previous_nightly_fails_even_above_published():
+    frame = _frame(("R@1", 50.0, 60.0), ("R@2", 60.0, 70.0), ("NMI", 50.0, math.nan))
+    previous = {line_key("table1", "ours-cub200", "r", m): v for m, v in (("R@1", 61.6), ("R@2", 71.0), ("NMI", 55))}
+    reasons = {f.metric: f.reason for f in check_paper("damlrrm", frame, previous, smoke=False)}
+    assert reasons == {
+        "R@1": "60.00 is below the previous nightly's 61.60 minus tolerance 1.5 (change -1.60)",
+        "NMI": "not measured now; the previous nightly measured 55.00",
+    }
+
+
+def test_smoke_numbers_are_compared_with_the_previous_smoke_nightly_only():
+    frame = _frame(("R@1", 55.1, 3.0))
+    assert check_paper("damlrrm", frame, None, smoke=True) == []
+    previous = {line_key("table1", "ours-cub200", "r", "R@1"): 5.0}
+    assert [f.metric for f in check_paper("damlrrm", frame, previous, smoke=True)] == ["R@1"]
+
+
+def test_the_summary_round_trips_and_guards_its_smoke_flag(tmp_path):
+    values = {"damlrrm": summarize(_frame(("R@1", 55.1, 54.0), ("NMI", 60.0, math.nan)))}
+    assert values == {"damlrrm": {"table1/ours-cub200/r/R@1": 54.0}}
+    path = write_summary(tmp_path / "nightly" / "summary.json", values, smoke=False)
+    assert load_summary(path, smoke=False) == values
+    assert load_summary(path.parent, smoke=False) == values  # a folder means its summary.json
+    with pytest.raises(InputError, match="field smoke: expected True"):
+        load_summary(path, smoke=True)
+    path.write_text(json.dumps({"schema_version": 1, "smoke": False, "values": {"damlrrm": {"x": "high"}}}))
+    with pytest.raises(InputError, match="field values"):
+        load_summary(path, smoke=False)
+    with pytest.raises(InputError, match="not found"):
+        load_summary(tmp_path / "none.json", smoke=False)

@@ -1,0 +1,100 @@
+"""Joining results files to published rows: seeds pooled by hand-checked mean/std, statuses, not-run rows,
+training time, and the errors for inputs that do not fit together."""
+
+import math
+
+import pytest
+
+from dml_core.errors import InputError
+from dml_core.published import load_published
+from dml_core.tables.join import join, load_results_folder, planned_targets, timing_frame
+from dml_core.tables.tolerances import Tolerances
+from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_recipe, write_results_file
+
+TOLERANCES = Tolerances(default=1.5, metrics={"NMI": 2.0})
+
+
+@pytest.fixture
+def paper(tmp_path):
+    return load_published(PAPER_KEY, write_papers_dir(tmp_path))
+
+
+def _two_seeds(results_root):
+    # seed 0: best R@1 at the 2nd evaluation (54.0); seed 1: at the 1st (56.0). Every metric comes from that one.
+    write_results_file(results_root, results_payload(seed=0, curve=[
+        {"R@1": 50.0, "R@2": 70.0, "NMI": 65.0}, {"R@1": 54.0, "R@2": 66.0, "NMI": 57.0}]))  # fmt: skip
+    write_results_file(results_root, results_payload(seed=1, curve=[
+        {"R@1": 56.0, "R@2": 68.0, "NMI": 57.4}, {"R@1": 55.0, "R@2": 69.0, "NMI": 60.0}]))  # fmt: skip
+    return load_results_folder(results_root / PAPER_KEY, smoke=False)
+
+
+def test_seeds_pool_into_mean_and_sample_std_with_a_status_per_metric(tmp_path, paper):
+    frame = join(paper, _two_seeds(tmp_path / "results"), TOLERANCES).set_index("metric")
+    assert list(frame.index) == ["R@1", "R@2", "NMI"]  # the published row's order; timing metrics left out
+    assert frame.loc["R@1", "reproduced"] == pytest.approx(55.0)
+    assert frame.loc["R@1", "std"] == pytest.approx(math.sqrt(2.0))
+    assert frame.loc["R@1", "delta"] == pytest.approx(-0.1)
+    assert frame.loc["R@2", "reproduced"] == pytest.approx(67.0)
+    assert frame.loc["NMI", "reproduced"] == pytest.approx(57.2)
+    assert frame.loc["NMI", "tolerance"] == 2.0
+    assert list(frame["status"]) == ["within tolerance", "within tolerance", "below"]
+    assert set(frame["seeds"]) == {"0,1"}
+    assert set(frame["recipe"]) == {"ours-cub200"}
+
+
+def test_rows_targeted_by_recipes_without_results_are_not_run(tmp_path, paper):
+    recipes = tmp_path / "reproduce"
+    write_recipe(recipes, id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
+    planned = planned_targets(recipes, PAPER_KEY)
+    assert planned == {("table1", "lifted-cub200"): ["lifted-cub200"]}
+    frame = join(paper, _two_seeds(tmp_path / "results"), TOLERANCES, planned)
+    lifted = frame[frame["row"] == "lifted-cub200"]
+    assert list(lifted["metric"]) == ["R@1", "NMI"]
+    assert set(lifted["status"]) == {"not run"} and lifted["reproduced"].isna().all()
+    assert list(frame["row"].drop_duplicates()) == ["lifted-cub200", "ours-cub200"]  # published order
+
+
+def test_a_published_metric_the_run_did_not_evaluate_is_not_evaluated(tmp_path, paper):
+    write_results_file(tmp_path, results_payload(curve=[{"R@1": 55.0, "R@2": 67.0}]))
+    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), TOLERANCES).set_index("metric")
+    assert frame.loc["NMI", "status"] == "not evaluated"
+    assert frame.loc["R@1", "status"] == "within tolerance" and math.isnan(frame.loc["R@1", "std"])
+
+
+def test_training_time_sits_beside_the_published_numbers(tmp_path, paper):
+    write_results_file(tmp_path, results_payload(seed=0, iterations_per_second=1.0, train_seconds=3600.0))
+    write_results_file(tmp_path, results_payload(seed=1, iterations_per_second=3.0, train_seconds=10800.0))
+    loaded = load_results_folder(tmp_path / PAPER_KEY, smoke=False)
+    timing = timing_frame(paper, loaded).set_index("recipe")
+    line = timing.loc["ours-cub200"]
+    assert (line["published it/s"], line["published hours"]) == (0.84, 13.2)
+    assert (line["ours it/s"], line["ours hours"]) == (2.0, 2.0)
+    assert line["device"] == "NVIDIA H100" and line["iterations"] == 100
+
+
+def test_a_timing_row_whose_recipe_has_not_run_is_listed_as_not_run(tmp_path, paper):
+    timing = timing_frame(paper, [], {("table8", "ours-cub200"): ["ours-cub200"]})
+    assert list(timing["device"]) == ["not run"] and timing["ours it/s"].isna().all()
+
+
+def test_inputs_that_do_not_fit_are_errors_naming_the_file(tmp_path, paper):
+    write_results_file(tmp_path / "a", results_payload(smoke=True))
+    with pytest.raises(InputError, match=r"ours-cub200-seed0.json: field smoke: expected full"):
+        load_results_folder(tmp_path / "a" / "smoke" / PAPER_KEY, smoke=False)
+
+    path = write_results_file(tmp_path / "b", results_payload(targets=[{"table": "table1", "row": "nope-cub200"}]))
+    with pytest.raises(InputError, match=rf"{path.name}: field targets: .*no row 'nope-cub200'"):
+        join(paper, load_results_folder(path.parent, smoke=False), TOLERANCES)
+
+    path = write_results_file(tmp_path / "c", results_payload(paper="gpw"))
+    with pytest.raises(InputError, match=r"field paper: expected 'damlrrm', found 'gpw'"):
+        join(paper, load_results_folder(path.parent, smoke=False), TOLERANCES)
+
+    path = write_results_file(tmp_path / "d", results_payload(seed=3))
+    path.with_name("copy.json").write_text(path.read_text())
+    with pytest.raises(InputError, match="seed 3 is also in"):
+        load_results_folder(path.parent, smoke=False)
+
+
+def test_a_missing_folder_means_no_results(tmp_path):
+    assert load_results_folder(tmp_path / "nothing", smoke=False) == []

@@ -1,0 +1,92 @@
+"""The paper runner: planning recipe x seed, the preflight that names every missing dataset and weight file
+with how to get it, and (slow) a whole smoke reproduction of a tiny synthetic paper through ``dml reproduce``,
+run twice: the second run skips the finished work."""
+
+import pytest
+
+from dml_core.cli import main
+from dml_core.errors import InputError
+from dml_core.reproduce import missing_inputs, paper_recipe_paths, plan_runs, reproduce_paper
+from tests.tables.synthetic import PAPER_KEY, write_papers_dir, write_recipe
+
+
+def _plans(tmp_path, seeds=None, smoke=False, only=()):
+    paths = paper_recipe_paths(tmp_path / "reproduce", PAPER_KEY, only)
+    return plan_runs(PAPER_KEY, paths, seeds, smoke, tmp_path / "runs", tmp_path / "results")
+
+
+def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
+    write_recipe(tmp_path / "reproduce")
+    write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
+    plans = _plans(tmp_path, seeds=[0, 2])
+    assert [(p.recipe.id, p.recipe.training.seed) for p in plans] == [
+        ("lifted-cub200", 0), ("lifted-cub200", 2), ("ours-cub200", 0), ("ours-cub200", 2),
+    ]  # fmt: skip
+    assert plans[1].results_path == tmp_path / "results" / PAPER_KEY / "lifted-cub200-seed2.json"
+    assert plans[1].run_dir == tmp_path / "runs" / PAPER_KEY / "lifted-cub200-seed2"
+    assert plans[1].overrides == ("training.seed=2",)
+    smoke = _plans(tmp_path, smoke=True, only=["ours-cub200"])
+    assert [p.recipe.data.dataset for p in smoke] == ["embedded"]
+    assert smoke[0].results_path == tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json"
+    with pytest.raises(InputError, match=r"--only: expected recipe ids of damlrrm \(lifted-cub200, ours-cub200\)"):
+        _plans(tmp_path, only=["nope"])
+    with pytest.raises(InputError, match="no recipes"):
+        paper_recipe_paths(tmp_path / "reproduce", "gpw")
+
+
+def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    write_recipe(tmp_path / "reproduce")
+    plans = _plans(tmp_path, seeds=[0, 1])
+    data = tmp_path / "data"
+    dataset_line, weights_line = missing_inputs(plans, data)  # one line each, not one per seed
+    assert dataset_line.startswith(f"dataset cub200 (CUB-200-2011) is not prepared under {data}: run ")
+    assert f"`dml prepare cub200 --root {data}` (downloaded from data.caltech.edu" in dataset_line
+    assert weights_line.startswith("weight file googlenet-1378be20.pth for backbone 'googlenet' not found")
+    assert "`dml weights --fetch googlenet`" in weights_line
+    (data / "cub200").mkdir(parents=True)
+    (data / "cub200" / "dml_index.csv").write_text("path,label,split\n")
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "googlenet-1378be20.pth").write_bytes(b"checked by sha256 when loaded")
+    assert missing_inputs(plans, data) == []
+    assert missing_inputs(_plans(tmp_path, smoke=True), tmp_path / "empty") == []  # smoke needs nothing
+
+
+def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    write_recipe(tmp_path / "reproduce")
+    with pytest.raises(InputError, match="paper damlrrm: missing inputs: dataset cub200"):
+        reproduce_paper(
+            PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
+            results_root=tmp_path / "results", tables_root=tmp_path / "tables", data_root=tmp_path / "data",
+        )  # fmt: skip
+    assert not (tmp_path / "runs").exists()
+
+
+TINY_SMOKE = {
+    "data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}},
+    "model": {"backbone": "bn_inception", "weights": "pretrained", "embedding_dim": 16},
+    "training": {"iterations": 1000, "eval_every": 500, "eval_batch_size": 256},
+    "evaluation": {"kmeans_iterations": 5},
+    "smoke": {"iterations": 4, "eval_every": 2, "image_size": 32, "resize": 40,
+              "sampler_params": {"classes_per_batch": 4, "images_per_class": 2}},
+}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, capsys):
+    write_recipe(tmp_path / "reproduce", **TINY_SMOKE)
+    args = [
+        "reproduce", PAPER_KEY, "--smoke", "--no-progress", "--recipes", str(tmp_path / "reproduce"),
+        "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
+        "--papers-dir", str(write_papers_dir(tmp_path)), "--data-root", str(tmp_path / "data"),
+    ]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ours-cub200 seed 0: training (smoke)" in out and "1 trained, 0 skipped" in out
+    assert (tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json").is_file()
+    text = (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").read_text()
+    assert "NOT comparable with the paper" in text and "| ours-cub200 | OURS" in text
+    assert (tmp_path / "tables" / "smoke" / PAPER_KEY / "curve-ours-cub200.png").is_file()
+    assert main(args) == 0
+    assert "0 trained, 1 skipped" in capsys.readouterr().out
