@@ -107,11 +107,13 @@ class DANMLLoss(nn.Module):
 
     Special cases (tested): Prop. 7 (link "identity", g1 = -alpha, g2 = beta, l1 = l2 = m is the
     multi-similarity loss in anml's Eq. 27 form, MS's threshold being 1 - m on the cosine); g1 = -1, g2 = 1
-    without anchors is the generalised lifted structure (Eq. 23) up to a log|S_i| + log|D_i| margin.
+    without anchors, "negative_cosine" and the hinge is the generalised lifted structure (Eq. 23) up to a
+    log|S_i| + log|D_i| margin.
 
-    Defaults: gamma1 = -2, gamma2 = 30, lambda1 = 0.5, lambda2 = 0.52 are middle points of the printed grids
-    (|gamma1| in {1, 2, 3}, gamma2 in {25, 30, 35}, lambda1 in {0.5, ..., 0.65}, lambda2 = lambda1 + sigma,
-    sigma in {0.01, 0.02, 0.03}); the paper does not report the values it selected.
+    Defaults (the paper does not report the values it selected): gamma1 = -2, gamma2 = 30 and sigma = 0.02 are
+    the middles of the printed grids (|gamma1| in {1, 2, 3}, gamma2 in {25, 30, 35}, lambda2 = lambda1 + sigma,
+    sigma in {0.01, 0.02, 0.03}); lambda1 = 0.5 is the smallest of its grid {0.5, ..., 0.65} and MS's
+    threshold by Prop. 7, so lambda2 = 0.52.
 
     ``last_terms``: "pos_radius", "neg_radius" (mean P_i and N_i over the anchors used).
     """
