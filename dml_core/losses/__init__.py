@@ -16,6 +16,7 @@ Shared pieces: ``base`` (pairwise matrix, masks, reductions), ``mining`` (triple
 miners as pure functions returning index tensors).
 """
 
+from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
@@ -32,7 +33,9 @@ __all__ = [
     "LOSSES",
     "BinomialDevianceLoss",
     "ContrastiveLoss",
+    "DANMLLoss",
     "GeneralizedLiftedLoss",
+    "ImprovedProxyNCALoss",
     "LiftedStructureLoss",
     "MarginLoss",
     "MultiSimilarityLoss",

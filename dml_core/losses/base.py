@@ -78,7 +78,7 @@ def pairwise_matrix(x: Tensor, y: Tensor, distance: str) -> Tensor:
     raise InputError(f"distance must be one of {', '.join(DISTANCES)}; got {distance!r}")
 
 
-def as_dissimilarity(matrix: Tensor, distance: str) -> Tensor:
+def as_dissimilarity(matrix: Tensor | float, distance: str) -> Tensor | float:
     """The matrix with "smaller is closer" semantics: a distance as is, a similarity negated."""
     return -matrix if is_similarity(distance) else matrix
 
@@ -130,6 +130,22 @@ def masked_logsumexp(x: Tensor, mask: Tensor, dim: int = 1, add_one: bool = Fals
         filled = torch.cat([filled, zeros], dim=dim)
     out = torch.logsumexp(filled, dim=dim)
     return out.masked_fill(empty.squeeze(dim), 0.0)
+
+
+def anchored_logsumexp(x: Tensor, mask: Tensor, anchor: float | None = None) -> Tensor:
+    """Per row: log(exp(anchor) + sum over ``mask`` of exp(x)); ``masked_logsumexp`` when ``anchor`` is None.
+
+    The fixed term is anml's radius anchor (lambda in Eqs. 22, 25), given here already as a logit. With an
+    anchor no row is empty, so every row is defined.
+
+    >>> x = torch.tensor([[0.0, 1.0]])
+    >>> anchored_logsumexp(x, torch.tensor([[True, False]]), anchor=0.0)
+    tensor([0.6931])
+    """
+    if anchor is None:
+        return masked_logsumexp(x, mask)
+    column = torch.full_like(x[:, :1], anchor)
+    return masked_logsumexp(torch.cat([x, column], dim=1), torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1))
 
 
 def masked_softmax(x: Tensor, mask: Tensor, dim: int = 1) -> Tensor:

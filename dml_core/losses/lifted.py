@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from dml_core.losses.base import (
     DISTANCES,
+    anchored_logsumexp,
     as_dissimilarity,
     check_batch,
     check_choice,
@@ -80,12 +81,8 @@ class GeneralizedLiftedLoss(nn.Module):
 
     def _soft_extreme(self, dissim: Tensor, mask: Tensor, scale: float, anchor: float | None) -> Tensor:
         # 1/scale * log( [exp(scale * anchor')] + sum_mask exp(scale * dissim) ), anchor' in dissim units.
-        logits, keep = scale * dissim, mask
-        if anchor is not None:
-            fixed = scale * as_dissimilarity(torch.tensor(anchor, dtype=dissim.dtype), self.distance)
-            logits = torch.cat([logits, fixed.to(dissim.device).expand(len(dissim), 1)], dim=1)
-            keep = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-        return masked_logsumexp(logits, keep) / scale
+        fixed = None if anchor is None else scale * as_dissimilarity(anchor, self.distance)
+        return anchored_logsumexp(scale * dissim, mask, fixed) / scale
 
     def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         check_batch(embeddings, labels, "generalized_lifted")

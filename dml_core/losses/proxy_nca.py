@@ -20,21 +20,32 @@ class ProxyNCALoss(nn.Module):
     ``ProxyNCALoss`` (and ProxyNCA++) keep it in, a softmax cross-entropy over all proxies; set
     ``exclude_positive=False`` for that form, which the parity tests check.
 
+    ``offset`` (lambda >= 0, default 0) is added to every *negative* proxy's distance inside the softmax, as
+    anml's improved N-pair (Eq. 31) adds its lambda; anml's improved Proxy-NCA (``anml.ImprovedProxyNCALoss``)
+    uses it. With ``exclude_positive=True`` it only shifts the loss by a constant.
+
     Proxies are ``self.proxies`` (Kaiming-normal); give them their own learning rate with a parameter
     group: ``{"params": loss.parameters(), "lr": proxy_lr}``.
     """
 
-    def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0, exclude_positive: bool = True) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_dim: int,
+        scale: float = 1.0,
+        exclude_positive: bool = True,
+        offset: float = 0.0,
+    ) -> None:
         super().__init__()
         self.proxies = make_proxies(num_classes, embedding_dim, "proxy_nca")
-        self.scale, self.exclude_positive = scale, exclude_positive
+        self.scale, self.exclude_positive, self.offset = scale, exclude_positive, offset
 
     def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         check_batch(embeddings, labels, "proxy_nca")
         proxies = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
         dist = pairwise_matrix(F.normalize(embeddings, dim=1), proxies, "squared_euclidean")
-        logits = -self.scale * dist
         positive = F.one_hot(labels, len(proxies)).bool()
+        logits = -self.scale * (dist + self.offset * ~positive)
         pos_logit = logits.gather(1, labels.unsqueeze(1)).squeeze(1)
         if self.exclude_positive:
             return (masked_logsumexp(logits, ~positive) - pos_logit).mean()

@@ -7,6 +7,7 @@ import inspect
 from torch import nn
 
 from dml_core.errors import InputError
+from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
@@ -30,6 +31,8 @@ LOSSES: dict[str, type[nn.Module]] = {
     "proxy_nca": ProxyNCALoss,
     "proxy_anchor": ProxyAnchorLoss,
     "ranked_list": RankedListLoss,
+    "danml": DANMLLoss,
+    "improved_proxy_nca": ImprovedProxyNCALoss,
 }
 
 
