@@ -44,6 +44,9 @@ class DataSettings(_Strict):
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
     num_workers: int = 4
+    # "pil": decode + augment in DataLoader workers (the reference; CPU runs). "cache": the decoded uint8 cache
+    # (`dml prepare DATASET --cache MODE`) on the device, cropped/flipped/normalised there in batch.
+    pipeline: Literal["pil", "cache"] = "pil"
 
 
 class HeadSettings(_Strict):
@@ -104,7 +107,10 @@ class TrainingSettings(_Strict):
     eval_every: int = 1000
     checkpoint_every: int = 1000
     seed: int = 0
-    bf16: bool = True  # autocast on CUDA only; CPU runs stay fp32 and deterministic
+    bf16: bool = True  # autocast of the model on CUDA only (losses run in fp32); CPU runs stay fp32
+    channels_last: bool = True  # CUDA only
+    compile: bool = False  # torch.compile the model
+    sync_every: int = 50  # CUDA: iterations between host reads of the non-finite-loss watch
     eval_batch_size: int = 128
 
     @model_validator(mode="after")
@@ -214,6 +220,7 @@ def smoke_version(recipe: Recipe) -> Recipe:
     tree = recipe.model_dump(mode="python")
     tree["data"]["dataset"] = "embedded"
     tree["data"]["num_workers"] = 0
+    tree["data"]["pipeline"] = "pil"
     tree["data"]["transforms"].update(crop_size=smoke.image_size, resize=smoke.resize)
     tree["model"]["weights"] = "random"
     tree["sampler"]["params"].update(smoke.sampler_params)

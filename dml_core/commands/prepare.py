@@ -38,6 +38,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--no-download", action="store_true", help="never download; fail if the data is absent")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--cache",
+        choices=("squash", "shorter_side"),
+        help="also write the decoded uint8 training-image cache for this resize mode (data.pipeline: cache)",
+    )
+    parser.add_argument("--cache-size", type=int, default=256, help="resize of the cache (default 256)")
     parser.set_defaults(run=run)
 
 
@@ -62,4 +68,9 @@ def run(args: argparse.Namespace) -> int:
     )
     counts = ", ".join(f"{split} {count:,}" for split, count in prepared.images_per_split.items())
     print(f"{prepared.dataset}: verified ({counts} images); index: {prepared.index_file}")
+    if args.cache:
+        from dml_core.data.image_cache import build_cache
+
+        folder = build_cache(args.dataset, args.root, "train", args.cache, args.cache_size, progress=not args.quiet)
+        print(f"{prepared.dataset}: training-image cache {folder}")
     return 0

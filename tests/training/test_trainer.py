@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,8 +121,22 @@ def test_a_non_finite_loss_stops_with_a_diagnostic_and_keeps_the_last_good_check
         train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
     message = str(error.value)
     assert "non-finite loss at iteration" in message and "terms" in message
-    bad_iteration = int(message.split("iteration ")[1].split(" ")[0])
+    bad_iteration = int(re.search(r"non-finite loss at iteration (\d+)", message).group(1))
     kept = load_checkpoint(tmp_path / "run" / "checkpoint.pt")
     assert bad_iteration >= 1
     assert kept["iteration"] == bad_iteration  # the state before the bad step, nothing after it
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+@pytest.mark.slow
+def test_the_prepared_data_path_trains_exactly_like_the_pil_path(tmp_path, data_root):
+    from dml_core.data.image_cache import build_cache
+
+    build_cache("embedded", data_root, "train", "shorter_side", 40, progress=False)
+    runs = {}
+    for pipeline in ("pil", "cache"):
+        path = _recipe_file(tmp_path, data__pipeline=pipeline, training__iterations=3, training__eval_every=3)
+        runs[pipeline] = load_results(
+            train(load_recipe(path), tmp_path / pipeline, data_root=data_root, progress=False)
+        )
+    assert runs["cache"].evaluations[-1].metrics == runs["pil"].evaluations[-1].metrics

@@ -1,0 +1,45 @@
+"""Where training batches come from: the PIL/DataLoader path (the reference, and the CPU path) or the
+prepared-data path (decoded uint8 cache on the device, augmentation in batch there). Both yield the same
+batches for the same (seed, epoch, batch) — see ``data.batch_augment``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch.utils.data import DataLoader
+
+from dml_core.data.batch_augment import BatchAugmentation
+from dml_core.training.seeded_batches import EpochSlice, SeededDataset
+
+
+class LoaderBatches:
+    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous)."""
+
+    def __init__(self, train_set, sampler, seed: int, num_workers: int, device: torch.device) -> None:
+        self.train_set, self.sampler, self.seed = train_set, sampler, seed
+        self.num_workers, self.device = num_workers, device
+
+    def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = DataLoader(
+            SeededDataset(self.train_set),
+            batch_sampler=EpochSlice(self.sampler, epoch, start, self.seed),
+            num_workers=self.num_workers,
+            pin_memory=self.device.type == "cuda",
+            persistent_workers=False,
+        )
+        for images, _, positions in loader:
+            yield images.to(self.device, non_blocking=True), positions.to(self.device, non_blocking=True)
+
+
+class CachedBatches:
+    """Crop, flip and normalise cached uint8 images in batch on the device; no decoding, no workers."""
+
+    def __init__(self, augmentation: BatchAugmentation, sampler, seed: int, device: torch.device) -> None:
+        self.augmentation, self.sampler, self.seed, self.device = augmentation, sampler, seed, device
+
+    def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for keys in EpochSlice(self.sampler, epoch, start, self.seed):
+            positions = [position for position, _ in keys]
+            images = self.augmentation(positions, [seed for _, seed in keys])
+            yield images, torch.as_tensor(positions).to(self.device, non_blocking=True)
