@@ -5,11 +5,15 @@ batches for the same (seed, epoch, batch) — see ``data.batch_augment``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
 from dml_core.data.batch_augment import BatchAugmentation
+from dml_core.data.image_cache import load_cache
+from dml_core.recipe import Recipe
+from dml_core.training import builders
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
 
@@ -43,3 +47,15 @@ class CachedBatches:
             positions = [position for position, _ in keys]
             images = self.augmentation(positions, [seed for _, seed in keys])
             yield images, torch.as_tensor(positions).to(self.device, non_blocking=True)
+
+
+def build_batch_source(recipe: Recipe, model, train_set, sampler, root: Path, device: torch.device):
+    """The recipe's batch source: ``data.pipeline`` "pil" (DataLoader workers) or "cache" (device-side)."""
+    settings = recipe.data
+    if settings.pipeline == "pil":
+        return LoaderBatches(train_set, sampler, recipe.training.seed, settings.num_workers, device)
+    config = builders.transform_config(recipe)
+    cache = load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
+    return CachedBatches(
+        BatchAugmentation(cache.to(device), model.input_spec, config), sampler, recipe.training.seed, device
+    )

@@ -13,7 +13,6 @@ per iteration: non-finite losses are noticed on the device and read back every `
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import time
 from pathlib import Path
@@ -22,18 +21,17 @@ import torch
 from tqdm import tqdm
 
 from dml_core import provenance
-from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import load_cache
 from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
 from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, select, write_results
 from dml_core.training import builders
-from dml_core.training.batches import CachedBatches, LoaderBatches
+from dml_core.training.batches import build_batch_source
 from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
-from dml_core.training.evaluation import NonFiniteEmbeddingsError, autocast, evaluate_model
+from dml_core.training.evaluation import NonFiniteEmbeddingsError, evaluate_model
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
 from dml_core.training.optim import build_optimizer, build_scheduler
+from dml_core.training.step import train_step
 
 RESULTS_NAME = "results.json"
 
@@ -51,28 +49,6 @@ def _restore_rng(state: dict, device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def _fp32(output):
-    """The model's output with floating tensors in fp32, so losses never run in bf16."""
-    if isinstance(output, torch.Tensor):
-        return output.float() if output.is_floating_point() else output
-    if dataclasses.is_dataclass(output):
-        return dataclasses.replace(
-            output, **{f.name: _fp32(getattr(output, f.name)) for f in dataclasses.fields(output)}
-        )
-    return output
-
-
-def _batches(recipe: Recipe, model, train_set, sampler, root: Path, device: torch.device):
-    settings = recipe.data
-    if settings.pipeline == "pil":
-        return LoaderBatches(train_set, sampler, recipe.training.seed, settings.num_workers, device)
-    config = builders.transform_config(recipe)
-    cache = load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
-    return CachedBatches(
-        BatchAugmentation(cache.to(device), model.input_spec, config), sampler, recipe.training.seed, device
-    )
 
 
 def train(
@@ -134,7 +110,7 @@ def train(
     scheduler = build_scheduler(recipe.schedule, optimizer, per_epoch)
     warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
     forward = torch.compile(model) if settings.compile else model
-    batches = _batches(recipe, model, train_set, sampler, root, device)
+    batches = build_batch_source(recipe, model, train_set, sampler, root, device)
     watch = NonFiniteWatch(device)
     sync_every = settings.sync_every if on_cuda else 1
 
@@ -212,16 +188,9 @@ def train(
         segment_start = wait_start = time.perf_counter()
         for images, positions in batches.epoch(epoch, start):
             timing["data_wait_seconds"] += time.perf_counter() - wait_start
-            if on_cuda and settings.channels_last:
-                images = images.contiguous(memory_format=torch.channels_last)
-            with autocast(device, settings.bf16):
-                output = forward(images)
-            loss = loss_fn(_fp32(output), labels_on_device[positions])
+            loss = train_step(forward, loss_fn, optimizer, scheduler, images, labels_on_device[positions], settings)
+            # Terms are read after backward: a loss's last_terms belong to this step until its next forward.
             watch.observe(iteration, loss, getattr(loss_fn, "last_terms", {}))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
             iteration += 1
             bar.update(1)
             if iteration % sync_every == 0:

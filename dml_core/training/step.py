@@ -1,0 +1,40 @@
+"""One optimisation step, shared by the trainer and the throughput benchmark (so the benchmark's model-only
+bound measures exactly the work the trainer does per batch)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from dml_core.recipe import TrainingSettings
+from dml_core.training.evaluation import autocast
+
+
+def fp32(output):
+    """The model's output with floating tensors in fp32, so losses never run in bf16."""
+    if isinstance(output, torch.Tensor):
+        return output.float() if output.is_floating_point() else output
+    if dataclasses.is_dataclass(output):
+        fields = {field.name: fp32(getattr(output, field.name)) for field in dataclasses.fields(output)}
+        return dataclasses.replace(output, **fields)
+    return output
+
+
+def train_step(
+    forward, loss_fn, optimizer, scheduler, images: torch.Tensor, labels: torch.Tensor, settings: TrainingSettings
+) -> torch.Tensor:
+    """Forward (bf16 autocast on CUDA if asked), fp32 loss, backward, optimiser and schedule step.
+
+    Returns the loss tensor without reading it (no host synchronisation)."""
+    device = images.device
+    if device.type == "cuda" and settings.channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)
+    with autocast(device, settings.bf16):
+        output = forward(images)
+    loss = loss_fn(fp32(output), labels)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss

@@ -1,0 +1,147 @@
+"""Training throughput per paper's main recipe: steady-state iterations/s end to end, next to the model-only
+bound measured in the same run (same model, batch, loss and optimiser step, the batch already on the device).
+
+On a CUDA machine: the paper-scale recipe (image size, batch, backbone, loss) on the embedded glyph dataset —
+the datasets cannot be downloaded onto the measuring machine, and the images are decoded and augmented at the
+recipe's real sizes all the same — or on real data with DML_BENCH_DATA_ROOT pointing at prepared datasets.
+On a CPU: the smoke version of each recipe, a reduced check that the measurement works.
+Writes tables/benchmarks/training-<device>.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from dml_core.atomic_io import atomic_write_json
+from dml_core.recipe import load_recipe, smoke_version
+from dml_core.training import builders
+from dml_core.training.batches import build_batch_source
+from dml_core.training.optim import build_optimizer, build_scheduler
+from dml_core.training.step import train_step
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tables" / "benchmarks"
+# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed).
+MAIN_RECIPES = {
+    "damlrrm": "damlrrm-cub200",
+    "anml": "danml-cub200",
+    "gpw": "gpw-cub200",
+    "drml": "drml-pa-cub200",
+    "cgml": "cgml-binomial-cub200",
+}
+ON_CUDA = torch.cuda.is_available()
+DEVICE = torch.device("cuda" if ON_CUDA else "cpu")
+WARMUP, MEASURED_ITERATIONS = (20, 100) if ON_CUDA else (1, 3)
+REPORT: dict[str, dict] = {}
+
+
+def _sync() -> None:
+    if ON_CUDA:
+        torch.cuda.synchronize()
+
+
+def _setup(paper: str, data_root: Path):
+    path = ROOT / "reproduce" / paper / f"{MAIN_RECIPES[paper]}.yaml"
+    if not path.exists():
+        pytest.skip(f"{path} not pinned yet")
+    recipe = load_recipe(path)
+    if not ON_CUDA or "DML_BENCH_DATA_ROOT" not in os.environ:
+        recipe = (
+            smoke_version(recipe)
+            if not ON_CUDA
+            else recipe.model_copy(
+                update={"data": recipe.data.model_copy(update={"dataset": "embedded", "pipeline": "pil"})}
+            )
+        )
+    model = builders.build_model(
+        recipe.model_copy(update={"model": recipe.model.model_copy(update={"weights": "random"})})
+    )
+    train_set, labels, _ = builders.build_datasets(recipe, model, data_root)
+    sampler = builders.build_sampler(recipe, labels)
+    loss = builders.build_loss_for(
+        recipe, int(labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
+    )
+    model.to(DEVICE)
+    loss.to(DEVICE)
+    if ON_CUDA and recipe.training.channels_last:
+        model.to(memory_format=torch.channels_last)
+    optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
+    scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
+    batches = build_batch_source(recipe, model, train_set, sampler, data_root, DEVICE)
+    return recipe, model, loss, optimizer, scheduler, batches, torch.as_tensor(labels).to(DEVICE)
+
+
+def _iterations_per_second(step, batches) -> float:
+    for _ in range(WARMUP):
+        step(next(batches))
+    _sync()
+    started = time.perf_counter()
+    for _ in range(MEASURED_ITERATIONS):
+        step(next(batches))
+    _sync()
+    return MEASURED_ITERATIONS / (time.perf_counter() - started)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return Path(os.environ.get("DML_BENCH_DATA_ROOT") or tmp_path_factory.mktemp("data"))
+
+
+@pytest.mark.parametrize("paper", list(MAIN_RECIPES))
+def test_end_to_end_against_model_only(benchmark, paper, data_root):
+    recipe, model, loss, optimizer, scheduler, source, labels = _setup(paper, data_root)
+    model.train()
+
+    def step(batch):
+        images, positions = batch
+        train_step(model, loss, optimizer, scheduler, images, labels[positions], recipe.training)
+
+    def endless():
+        epoch = 0
+        while True:
+            yield from source.epoch(epoch, 0)
+            epoch += 1
+
+    end_to_end = benchmark.pedantic(lambda: _iterations_per_second(step, endless()), rounds=1, iterations=1)
+    fixed = next(source.epoch(0, 0))
+    model_only = _iterations_per_second(step, iter(lambda: fixed, None))
+    REPORT[paper] = {
+        "recipe": recipe.id,
+        "images": f"{recipe.data.dataset}, crop {recipe.data.transforms.crop_size or model.input_spec.input_size}",
+        "pipeline": recipe.data.pipeline,
+        "batch": len(fixed[0]),
+        "end_to_end_iterations_per_second": end_to_end,
+        "model_only_iterations_per_second": model_only,
+        "ratio_end_to_end_over_model_only (target >= 0.9 on H100)": end_to_end / model_only,
+    }
+    if paper == "damlrrm" and ON_CUDA:
+        hours = recipe.training.iterations / end_to_end / 3600
+        REPORT[paper]["projected_hours_for_recipe"] = hours
+        REPORT[paper]["published_hours"] = 13.2
+        REPORT[paper]["ratio_published_over_ours (target >= 20)"] = 13.2 / hours
+
+
+def test_zz_write_report(benchmark):
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    device = (
+        torch.cuda.get_device_name(0) if ON_CUDA else f"cpu {platform.machine()}, {torch.get_num_threads()} threads"
+    )
+    report = {
+        "benchmark": "training throughput, main recipe per paper",
+        "mode": "paper-scale recipes" if ON_CUDA else "reduced (smoke recipes on the CPU)",
+        "device": device,
+        "torch": torch.__version__,
+        "warmup_iterations": WARMUP,
+        "measured_iterations": MEASURED_ITERATIONS,
+        "papers": REPORT,
+    }
+    name = "cuda" if ON_CUDA else "cpu"
+    atomic_write_json(OUT / f"training-{name}.json", report)
+    print("\n" + json.dumps(report, indent=2))
