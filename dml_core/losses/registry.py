@@ -9,6 +9,7 @@ from torch import nn
 from dml_core.errors import InputError
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.drml import DRMLLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -30,6 +31,7 @@ LOSSES: dict[str, type[nn.Module]] = {
     "proxy_nca": ProxyNCALoss,
     "proxy_anchor": ProxyAnchorLoss,
     "ranked_list": RankedListLoss,
+    "drml": DRMLLoss,
 }
 
 
