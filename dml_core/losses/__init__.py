@@ -1,6 +1,7 @@
 """Baseline deep-metric-learning losses, one module per family, on shared bases.
 
-Every loss is an ``nn.Module`` whose ``forward(embeddings (N, D), labels (N,))`` returns a scalar.
+Every loss is an ``nn.Module`` whose ``forward(embeddings (N, D), labels (N,))`` returns a scalar, except
+``drml`` (``DRMLLoss``), which applies a base loss to the relational head's ``RelationalOutput``.
 Losses with several terms keep the last ones, detached, in ``last_terms``. Find a loss by name in
 ``LOSSES`` or build it with ``build_loss(name, **params)``.
 
