@@ -1,6 +1,7 @@
 """Baseline deep-metric-learning losses, one module per family, on shared bases.
 
-Every loss is an ``nn.Module`` whose ``forward(embeddings (N, D), labels (N,))`` returns a scalar.
+Every loss is an ``nn.Module`` whose ``forward(embeddings (N, D), labels (N,))`` returns a scalar, except
+``drml`` (``DRMLLoss``), which applies a base loss to the relational head's ``RelationalOutput``.
 Losses with several terms keep the last ones, detached, in ``last_terms``. Find a loss by name in
 ``LOSSES`` or build it with ``build_loss(name, **params)``.
 
@@ -19,6 +20,7 @@ miners as pure functions returning index tensors).
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.drml import DRMLLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -34,6 +36,7 @@ __all__ = [
     "BinomialDevianceLoss",
     "ContrastiveLoss",
     "DANMLLoss",
+    "DRMLLoss",
     "GeneralizedLiftedLoss",
     "ImprovedProxyNCALoss",
     "LiftedStructureLoss",

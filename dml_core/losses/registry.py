@@ -10,6 +10,7 @@ from dml_core.errors import InputError
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.drml import DRMLLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -33,6 +34,7 @@ LOSSES: dict[str, type[nn.Module]] = {
     "ranked_list": RankedListLoss,
     "danml": DANMLLoss,
     "improved_proxy_nca": ImprovedProxyNCALoss,
+    "drml": DRMLLoss,
 }
 
 

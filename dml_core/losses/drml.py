@@ -1,0 +1,160 @@
+"""DRML's objective (Zheng et al., "Deep Relational Metric Learning", ICCV 2021, Sec. 3, Eq. 2-4 and 10).
+
+The loss works on the output of ``dml_core.models.heads.RelationalHead`` (a ``RelationalOutput``), which already
+routes gradients as the paper asks (decoders see detached inputs; the relational module reads detached trunk and
+individual features). This module adds the objective itself: branch routing, the per-branch discriminative loss,
+the reconstruction loss and the embedding loss, weighted by lambda1 and lambda2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from dml_core.errors import InputError
+from dml_core.losses.base import zero_loss
+
+
+@runtime_checkable
+class RelationalBatch(Protocol):
+    """What DRML needs from a forward pass (``RelationalOutput`` provides it; typed here structurally so the
+    losses package does not import the models package and its backbones)."""
+
+    embedding: Tensor  # z, (N, K*dim)
+    individual: Tensor  # g_k(y), (N, K, dim)
+    reconstruction_error: Tensor  # ||p_k(g_k(y)) - y||_2, (N, K)
+
+
+def _build_base_loss(name: str, params: Mapping[str, Any], num_classes: int | None, embedding_dim: int) -> nn.Module:
+    """One instance of the base metric loss; ``num_classes`` / ``embedding_dim`` filled in when it takes them and
+    ``params`` does not set them (the same rule as the trainer's ``build_loss_for``)."""
+    # Imported here: the registry imports this module to register DRML.
+    from dml_core.losses.registry import LOSSES, build_loss, loss_parameters
+
+    if name == "drml":
+        raise InputError("loss 'drml': base must be a plain metric loss, not 'drml' itself")
+    filled = dict(params)
+    accepted = loss_parameters(name) if name in LOSSES else {}  # build_loss reports unknown names
+    for key, value in {"num_classes": num_classes, "embedding_dim": embedding_dim}.items():
+        if key in accepted and key not in filled and value is not None:
+            filled[key] = value
+    return build_loss(name, **filled)
+
+
+class DRMLLoss(nn.Module):
+    """J = w_ensem * J_ensem + lambda1 * J_recon + lambda2 * J_emb (Eq. 10), lambda1 = 0.1, lambda2 = 10 (Sec. 4.2).
+
+    - Routing (Eq. 3): k*(x) = argmin_k ||p_k(g_k(y)) - y||_2 (``reconstruction_error``'s argmin; no gradient).
+    - J_ensem = sum_k J_ind^k (Sec. 3.3), J_ind^k = J_m on the individual feature g_k of the samples routed to
+      branch k only (Eq. 4). J_m is the base loss ``base`` with its own reduction over that subset (the paper
+      writes a sum over tuples; every J_m here averages). A branch that receives no sample, or no usable tuple,
+      contributes 0. Its gradient reaches g_k and the trunk.
+    - J_recon = mean over the batch of (1/K) sum_k ||p_k(g_k(y)) - y||_2 (Eq. 2): the L2 norm, not squared (the
+      official code uses the MSE); the head makes it train the decoders only.
+    - J_emb = J_m on the relation-aware embedding z (Eq. 9) of every sample; the head keeps it off the trunk and
+      the individual FCs (L348-350).
+
+    The paper uses "the same discriminative loss" for J_m and J_emb (L400-401): ``base`` and ``base_params``
+    (e.g. ``"proxy_anchor"``, ``"triplet"`` with ``mining: semihard``, ``"margin"`` with distance-weighted
+    sampling) build K + 1 instances, or 2 with ``shared_branch_loss``.
+
+    Choices where the paper is silent (drml_method.md section 14), all parameters:
+    - ``shared_branch_loss``: False gives every branch its own J_m instance (own proxies of ``feature_dim``); True
+      shares one across branches. J_emb always has its own, of ``embedding_dim`` (= K * feature_dim).
+    - ``normalize_individual``: L2-normalise g_k before J_m (True: the margin loss and distance-weighted sampling
+      assume unit vectors; the official code normalises its nodes). z is normalised by the head (``normalize``).
+    - ``weight_ensem``: 1 in the paper; 0 gives Table 3's "w/o J_ensem" (lambda1 = 0 / lambda2 = 0 the others).
+    - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim``;
+      ``feature_dim`` defaults to ``embedding_dim // num_features``.
+    ``num_classes`` and ``embedding_dim`` are filled in by the trainer. ``last_terms``: "ensem", "recon", "emb"
+    and "branch_<k>", the fraction of the batch routed to branch k (Fig. 5).
+    """
+
+    def __init__(
+        self,
+        base: str,
+        base_params: Mapping[str, Any] | None = None,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
+        num_features: int = 4,
+        feature_dim: int | None = None,
+        lambda_recon: float = 0.1,
+        lambda_emb: float = 10.0,
+        weight_ensem: float = 1.0,
+        normalize_individual: bool = True,
+        shared_branch_loss: bool = False,
+    ) -> None:
+        super().__init__()
+        if num_features < 1:
+            raise InputError(f"loss 'drml': num_features must be a positive integer; got {num_features}")
+        if feature_dim is None and embedding_dim is not None:
+            if embedding_dim % num_features:
+                raise InputError(
+                    f"loss 'drml': embedding_dim {embedding_dim} is not num_features ({num_features}) x feature_dim; "
+                    "set feature_dim to the head's dim"
+                )
+            feature_dim = embedding_dim // num_features
+        if embedding_dim is None and feature_dim is not None:
+            embedding_dim = num_features * feature_dim
+        params = dict(base_params or {})
+        self.base = base
+        self.num_features, self.feature_dim = num_features, feature_dim
+        self.lambda_recon, self.lambda_emb, self.weight_ensem = lambda_recon, lambda_emb, weight_ensem
+        self.normalize_individual = normalize_individual
+        count = 1 if shared_branch_loss else num_features
+        self.branch_losses = nn.ModuleList(
+            _build_base_loss(base, params, num_classes, feature_dim) for _ in range(count)
+        )
+        self.embedding_loss = _build_base_loss(base, params, num_classes, embedding_dim)
+        self.last_terms: dict[str, Tensor] = {}
+
+    def branch_loss(self, k: int) -> nn.Module:
+        """The J_m instance of branch ``k``."""
+        return self.branch_losses[k % len(self.branch_losses)]
+
+    def forward(self, output: RelationalBatch, labels: Tensor) -> Tensor:
+        individual = self._checked_individual(output)
+        if self.normalize_individual:
+            individual = F.normalize(individual, dim=2)
+        routing = output.reconstruction_error.detach().argmin(dim=1)  # k*(x), Eq. 3
+        branch_terms = []
+        for k in range(self.num_features):
+            routed = routing == k
+            # Selecting the routed subset waits for its size anyway (as the miners' nonzero does), so testing
+            # for an empty branch costs nothing more; base losses need not accept an empty batch.
+            if not routed.any():
+                branch_terms.append(zero_loss(individual))
+                continue
+            branch_terms.append(self.branch_loss(k)(individual[routed, k], labels[routed]))
+        ensem = torch.stack(branch_terms).sum()
+        recon = output.reconstruction_error.mean()
+        emb = self.embedding_loss(output.embedding, labels)
+        self.last_terms = {"ensem": ensem.detach(), "recon": recon.detach(), "emb": emb.detach()}
+        shares = F.one_hot(routing, self.num_features).to(recon.dtype).mean(dim=0)
+        self.last_terms.update({f"branch_{k}": share for k, share in enumerate(shares.detach())})
+        return self.weight_ensem * ensem + self.lambda_recon * recon + self.lambda_emb * emb
+
+    def _checked_individual(self, output: object) -> Tensor:
+        if not isinstance(output, RelationalBatch):
+            raise InputError(
+                "loss 'drml': expected the relational head's output (embedding, individual, reconstruction_error); "
+                f"got {type(output).__name__}: set model.head.name to 'relational'"
+            )
+        individual = output.individual
+        expected = (self.num_features, self.feature_dim or individual.shape[-1])
+        if individual.dim() != 3 or tuple(individual.shape[1:]) != expected:
+            raise InputError(
+                f"loss 'drml': individual features must be (N, num_features, feature_dim) = (N, {expected[0]}, "
+                f"{expected[1]}); got {tuple(individual.shape)}: match the loss's num_features / feature_dim to the "
+                "head's num_features / dim"
+            )
+        if tuple(output.reconstruction_error.shape) != tuple(individual.shape[:2]):
+            raise InputError(
+                f"loss 'drml': reconstruction_error must be (N, num_features) = {tuple(individual.shape[:2])}; got "
+                f"{tuple(output.reconstruction_error.shape)}"
+            )
+        return individual
