@@ -8,7 +8,9 @@ from torch import nn
 
 from dml_core.errors import InputError
 from dml_core.losses.binomial import BinomialDevianceLoss
+from dml_core.losses.cgml import GraphConsistencyLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.damlrrm import DAMLRRMLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -30,6 +32,10 @@ LOSSES: dict[str, type[nn.Module]] = {
     "proxy_nca": ProxyNCALoss,
     "proxy_anchor": ProxyAnchorLoss,
     "ranked_list": RankedListLoss,
+    "damlrrm": DAMLRRMLoss,
+    # cgml's regulariser wraps a base loss; both names, since recipes say "cgml" and the term is "graph consistency"
+    "cgml": GraphConsistencyLoss,
+    "graph_consistency": GraphConsistencyLoss,
 }
 
 
