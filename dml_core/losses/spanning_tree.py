@@ -3,9 +3,10 @@
 ``prim_forest(weights)`` grows one Prim tree in every connected component of an undirected weighted
 graph *at the same time*: each step adds, to every component still growing, the unvisited vertex joined
 to its tree by the lightest edge (Prim's step 2). Components are the classes of a neat batch when
-cross-class weights are ``inf`` (``class_forest``), so all the batch's per-class trees grow in one loop of
-at most ``max class size`` steps, each a few (N, N) tensor operations: no Python loop over pairs or
-classes, no host sync.
+cross-class weights are ``inf`` (``class_forest``), so all the batch's per-class trees grow together in one
+loop whose steps are a few (N, N) tensor operations each: no Python loop over pairs or classes, no host
+sync. The loop runs N steps (the largest class size would do, but knowing it needs a host sync); the
+steps after every tree is complete change nothing.
 """
 
 from __future__ import annotations

@@ -112,3 +112,20 @@ def test_bad_settings_are_input_errors():
 def test_doctests():
     result = doctest.testmod(damlrrm)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_gradient_descent_reaches_the_boundary_constraints():
+    # Embeddings as free parameters: descent drives every tree edge below alpha - beta and every negative
+    # beyond alpha + beta, so the loss reaches 0.
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 2, generator=gen, dtype=torch.float64).requires_grad_(True)
+    y = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0, 1, 2, 2, 0, 1])
+    fn = DAMLRRMLoss(alpha=1.0, beta=0.25, group_sizes=(8, 8))
+    optimizer = torch.optim.SGD([x], lr=0.1)
+    first = fn(x, y).item()
+    for _ in range(300):
+        optimizer.zero_grad()
+        value = fn(x, y)
+        value.backward()
+        optimizer.step()
+    assert first > 0.1 and fn(x, y).item() < 1e-3 * first
