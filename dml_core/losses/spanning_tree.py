@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 
-def prim_forest(weights: Tensor, steps: int | None = None) -> Tensor:
+def prim_forest(weights: Tensor, steps: int | None = None, components: Tensor | None = None) -> Tensor:
     """The parent of every vertex in a minimum spanning forest of ``weights``; -1 for each tree's root.
 
     ``weights`` is a symmetric (N, N) matrix; ``inf`` marks a missing edge, the diagonal is ignored.
@@ -23,6 +23,8 @@ def prim_forest(weights: Tensor, steps: int | None = None) -> Tensor:
     edges go to the lowest vertex index, so the result is deterministic. The forest's edges are
     ``(parent[j], j)`` for every non-root ``j``. ``steps`` bounds the loop: the size of the largest
     component suffices (each step adds one vertex to every component); the default N is always enough.
+    ``components`` (boolean (N, N), whether i and j are connected) saves computing the connectivity when the
+    caller knows it (the classes, for ``class_forest``).
     No gradient flows through the choice of edges (the weights are detached).
 
     >>> w = torch.tensor([[0.0, 1.0, 4.0], [1.0, 0.0, 2.0], [4.0, 2.0, 0.0]])
@@ -41,11 +43,12 @@ def prim_forest(weights: Tensor, steps: int | None = None) -> Tensor:
     visited = torch.zeros(n, dtype=torch.bool, device=w.device)
     # Vertices i and j compete in one Prim step when they lie in the same component; edges (finite
     # weights) connect components, so connectivity is the transitive closure of the finite edges.
-    same_component = _components(torch.isfinite(w) | torch.eye(n, dtype=torch.bool, device=w.device))
+    if components is None:
+        components = connectivity(torch.isfinite(w) | torch.eye(n, dtype=torch.bool, device=w.device))
     for _ in range(n if steps is None else steps):
         key = best.masked_fill(visited, float("inf"))
         # Row i: the keys of the vertices in i's component; its argmin is the component's next vertex.
-        candidates = key.unsqueeze(0).masked_fill(~same_component, float("inf"))
+        candidates = key.unsqueeze(0).masked_fill(~components, float("inf"))
         chosen = candidates.argmin(dim=1)
         growing = torch.isfinite(candidates.gather(1, chosen.unsqueeze(1)).squeeze(1))
         added = torch.zeros(n, dtype=torch.bool, device=w.device)
@@ -60,8 +63,16 @@ def prim_forest(weights: Tensor, steps: int | None = None) -> Tensor:
     return parent
 
 
-def _components(adjacency: Tensor) -> Tensor:
-    """Boolean (N, N): whether i and j are connected, by repeated squaring of the reachability matrix."""
+def connectivity(adjacency: Tensor) -> Tensor:
+    """Boolean (N, N): whether i and j are connected, by repeated squaring of the reachability matrix.
+
+    ``adjacency`` is boolean and symmetric with a True diagonal (every vertex reaches itself).
+
+    >>> connectivity(torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)).int()
+    tensor([[1, 1, 0],
+            [1, 1, 0],
+            [0, 0, 1]], dtype=torch.int32)
+    """
     reach = adjacency.float()
     n = reach.shape[0]
     for _ in range(max(1, (n - 1).bit_length())):
@@ -72,12 +83,14 @@ def _components(adjacency: Tensor) -> Tensor:
 def class_forest(distances: Tensor, labels: Tensor) -> Tensor:
     """Parents of one minimum spanning tree per class over ``distances`` (cross-class edges excluded).
 
+    Distances are finite, so each class is one connected component.
+
     >>> d = torch.tensor([[0.0, 1.0, 5.0, 3.0], [1.0, 0.0, 2.0, 9.0], [5.0, 2.0, 0.0, 9.0], [3.0, 9.0, 9.0, 0.0]])
     >>> class_forest(d, torch.tensor([0, 0, 0, 1]))
     tensor([-1,  0,  1, -1])
     """
     same = labels.unsqueeze(0) == labels.unsqueeze(1)
-    return prim_forest(distances.detach().masked_fill(~same, float("inf")))
+    return prim_forest(distances.detach().masked_fill(~same, float("inf")), components=same)
 
 
 def forest_mask(parent: Tensor) -> Tensor:

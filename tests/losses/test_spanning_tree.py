@@ -7,7 +7,7 @@ import torch
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from dml_core.losses import spanning_tree
-from dml_core.losses.spanning_tree import class_forest, forest_mask, prim_forest
+from dml_core.losses.spanning_tree import class_forest, connectivity, forest_mask, prim_forest
 
 INF = math.inf
 
@@ -75,7 +75,7 @@ def test_total_weight_equals_scipy(seed, density):
     parent = prim_forest(w)
     assert total_weight(w, parent) == pytest.approx(scipy_weight(w), rel=1e-12)
     # A spanning forest: one root per connected component, N - components edges, all of them real.
-    components = spanning_tree._components(torch.isfinite(w)).unique(dim=0).shape[0]
+    components = connectivity(torch.isfinite(w)).unique(dim=0).shape[0]
     assert int((parent == -1).sum()) == components
     assert all(math.isfinite(float(w[a, b])) for a, b in tree_edges(parent))
 
