@@ -14,12 +14,15 @@ losses). Give it its own learning rate with a parameter group::
     )
 
 Shared pieces: ``base`` (pairwise matrix, masks, reductions), ``mining`` (triplet / MS / distance-weighted
-miners as pure functions returning index tensors).
+miners as pure functions returning index tensors), ``spanning_tree`` (batched Prim forests, damlrrm).
+Paper methods: ``damlrrm`` (graph + shuffled losses), ``cgml`` (graph-consistency wrapper around a base loss).
 """
 
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
+from dml_core.losses.cgml import GraphConsistencyLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.damlrrm import DAMLRRMLoss
 from dml_core.losses.drml import DRMLLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
@@ -35,9 +38,11 @@ __all__ = [
     "LOSSES",
     "BinomialDevianceLoss",
     "ContrastiveLoss",
+    "DAMLRRMLoss",
     "DANMLLoss",
     "DRMLLoss",
     "GeneralizedLiftedLoss",
+    "GraphConsistencyLoss",
     "ImprovedProxyNCALoss",
     "LiftedStructureLoss",
     "MarginLoss",

@@ -9,7 +9,9 @@ from torch import nn
 from dml_core.errors import InputError
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.binomial import BinomialDevianceLoss
+from dml_core.losses.cgml import GraphConsistencyLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.damlrrm import DAMLRRMLoss
 from dml_core.losses.drml import DRMLLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
@@ -35,6 +37,10 @@ LOSSES: dict[str, type[nn.Module]] = {
     "danml": DANMLLoss,
     "improved_proxy_nca": ImprovedProxyNCALoss,
     "drml": DRMLLoss,
+    "damlrrm": DAMLRRMLoss,
+    # cgml's regulariser wraps a base loss; both names, since recipes say "cgml" and the term is "graph consistency"
+    "cgml": GraphConsistencyLoss,
+    "graph_consistency": GraphConsistencyLoss,
 }
 
 

@@ -6,9 +6,10 @@ import torch
 
 import dml_core.losses as losses_pkg
 from dml_core.errors import InputError
-from dml_core.losses import LOSSES, anml, base, build_loss, mining, npair, registry
+from dml_core.losses import LOSSES, anml, base, build_loss, cgml, damlrrm, mining, npair, registry, spanning_tree
 
 PROXY_LOSSES = {"proxy_nca", "proxy_anchor", "improved_proxy_nca"}
+WRAPPERS = {"cgml", "graph_consistency"}  # need a base loss
 
 
 def test_registry_names_every_family():
@@ -27,6 +28,9 @@ def test_registry_names_every_family():
         "danml",
         "improved_proxy_nca",
         "drml",
+        "damlrrm",
+        "cgml",
+        "graph_consistency",
     }
 
 
@@ -34,9 +38,13 @@ def test_registry_names_every_family():
 @pytest.mark.parametrize("name", sorted(set(LOSSES) - {"drml"}))
 def test_every_loss_builds_and_returns_a_finite_scalar_with_gradient(name):
     params = {"num_classes": 4, "embedding_dim": 6} if name in PROXY_LOSSES else {}
+    if name in WRAPPERS:
+        params = {"base": "binomial"}
     loss = build_loss(name, **params)
     x = torch.nn.functional.normalize(torch.randn(12, 6), dim=1).requires_grad_(True)
     labels = torch.arange(4).repeat_interleave(3)
+    if name in WRAPPERS:  # a paired batch [A | B]: the same classes in the same order
+        labels = torch.tensor([0, 0, 1, 1, 2, 2] * 2)
     value = loss(x, labels)
     assert value.shape == () and torch.isfinite(value)
     value.backward()
@@ -47,7 +55,7 @@ def test_every_loss_builds_and_returns_a_finite_scalar_with_gradient(name):
 
 
 def test_unknown_name_lists_known_losses():
-    with pytest.raises(InputError, match=r"unknown loss 'circle'; known losses: binomial, contrastive"):
+    with pytest.raises(InputError, match=r"unknown loss 'circle'; known losses: binomial, cgml, contrastive"):
         build_loss("circle")
 
 
@@ -61,7 +69,7 @@ def test_missing_required_parameter():
         build_loss("proxy_anchor", embedding_dim=8)
 
 
-@pytest.mark.parametrize("module", [anml, base, mining, npair, registry])
+@pytest.mark.parametrize("module", [anml, base, mining, npair, registry, spanning_tree, damlrrm, cgml])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0

@@ -1,0 +1,125 @@
+"""CGML: the graph-consistency regulariser of Chen, Li, Yan, Wang and Zhang (AAAI 2021), Eqs. 1-4.
+
+``GraphConsistencyLoss`` wraps any registered base loss L_m (triplet, npair, binomial, ranked_list,
+multi_similarity, ...) and adds lambda times the graph-consistency term of two class-aligned graphs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from dml_core.errors import InputError
+from dml_core.losses.base import check_batch, check_choice, pairwise_matrix
+from dml_core.losses.damlrrm import split_streams
+
+FORMS = ("upper_bound", "frobenius")
+GRAPHS = ("two_batches", "halves")
+BASE_ON = ("union", "each")
+
+
+def rbf_adjacency(x: Tensor, bandwidth: float) -> Tensor:
+    """S_ij = exp(-||x_i - x_j||^2 / sigma) (Section 3.1), sigma = ``bandwidth``; the diagonal is 1.
+
+    >>> rbf_adjacency(torch.tensor([[0.0], [1.0]]), bandwidth=2.0)
+    tensor([[1.0000, 0.6065],
+            [0.6065, 1.0000]])
+    """
+    return torch.exp(-pairwise_matrix(x, x, "squared_euclidean") / bandwidth)
+
+
+def graph_consistency(first: Tensor, second: Tensor, bandwidth: float, form: str = "upper_bound") -> Tensor:
+    """The graph-consistency term of two class-aligned graphs X' = ``first``, X'' = ``second`` (rows = nodes,
+    row r of both from the same class).
+
+    "upper_bound": Eq. 3, ||S' X'^T - S'' X''^T||_F (the plain Frobenius norm: the term the paper trains);
+    "frobenius":   Eq. 1, ||S' - S''||_F^2.
+    Both are 0 when the two graphs are the same.
+
+    >>> x = torch.tensor([[0.0], [1.0]])
+    >>> graph_consistency(x, x, 1.0)
+    tensor(0.)
+    """
+    check_choice(form, FORMS, "cgml", "form")
+    s1, s2 = rbf_adjacency(first, bandwidth), rbf_adjacency(second, bandwidth)
+    if form == "frobenius":
+        return (s1 - s2).pow(2).sum()
+    # Frobenius norm written out so that its gradient at a zero difference is 0 rather than NaN.
+    diff = s1 @ first - s2 @ second
+    squared = diff.pow(2).sum()
+    return torch.where(squared > 0, squared, torch.ones_like(squared)).sqrt() * (squared > 0)
+
+
+class GraphConsistencyLoss(nn.Module):
+    """L = L_m + lambda L_gc (Eq. 4): a base loss plus the graph-consistency regulariser.
+
+    ``base`` names a registered loss, built with ``base_params``. The batch holds two class-aligned graphs:
+      ``graphs="two_batches"`` (default) the paired sampler's ``[A | B]`` (split by ``group_sizes``), each m
+        classes x n images in the same class order, drawn independently (Proposition 1; the introduction's
+        "select m classes with n/m instances each class for two times");
+      ``graphs="halves"`` one class-blocked PK batch whose consecutive rows pair up (rows 0, 2, 4, ... form
+        X', rows 1, 3, 5, ... form X''), i.e. the two halves of each class block; needs an even number of
+        images per class. Keeps the stated batch size of 130 as the whole iteration.
+    ``base_on``: "union" applies L_m once to the whole batch; "each" averages L_m over the two graphs.
+    ``bandwidth`` is the RBF's sigma, which the paper does not give; 1.0 spreads S over (e^-4, 1] for
+    L2-normalised embeddings. The term uses the embeddings as the base loss sees them (normalised or not, as
+    the model's ``normalize`` says). ``form``: see ``graph_consistency``. lambda_ = 0 is the plain base loss
+    (the paper's baselines). ``last_terms``: "base", "graph_consistency".
+    """
+
+    def __init__(
+        self,
+        base: str,
+        base_params: dict[str, Any] | None = None,
+        lambda_: float = 0.002,
+        bandwidth: float = 1.0,
+        form: str = "upper_bound",
+        graphs: str = "two_batches",
+        base_on: str = "union",
+        group_sizes: tuple[int, ...] | None = None,
+    ) -> None:
+        super().__init__()
+        from dml_core.losses.registry import build_loss  # the registry imports this module
+
+        check_choice(form, FORMS, "cgml", "form")
+        check_choice(graphs, GRAPHS, "cgml", "graphs")
+        check_choice(base_on, BASE_ON, "cgml", "base_on")
+        if base == "cgml":
+            raise InputError("cgml: base must be a plain loss, not cgml itself")
+        if bandwidth <= 0:
+            raise InputError(f"cgml: bandwidth must be positive; got {bandwidth}")
+        self.base = build_loss(base, **dict(base_params or {}))
+        self.lambda_, self.bandwidth, self.form, self.graphs, self.base_on = lambda_, bandwidth, form, graphs, base_on
+        self.group_sizes = None if group_sizes is None else tuple(group_sizes)
+        self.last_terms: dict[str, Tensor] = {}
+
+    def split_graphs(self, embeddings: Tensor, labels: Tensor) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
+        """(X', labels'), (X'', labels'') from the batch, as ``graphs`` says."""
+        if self.graphs == "halves":
+            if embeddings.shape[0] % 2:
+                raise InputError(f"cgml: graphs 'halves' needs an even batch size; got {embeddings.shape[0]}")
+            first, second = (embeddings[0::2], labels[0::2]), (embeddings[1::2], labels[1::2])
+        else:
+            first, second = split_streams(embeddings, labels, self.group_sizes, "cgml")
+            if first[0].shape[0] != second[0].shape[0]:
+                raise InputError(
+                    f"cgml: the two graphs need the same number of nodes; got {first[0].shape[0]} and "
+                    f"{second[0].shape[0]} (use the paired sampler)"
+                )
+        # Checking the class alignment needs the labels' values: free on the CPU, a host sync on a device.
+        if labels.device.type == "cpu" and not torch.equal(first[1], second[1]):
+            raise InputError("cgml: the two graphs are not class-aligned (row r of both must share its class)")
+        return first, second
+
+    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
+        check_batch(embeddings, labels, "cgml")
+        (x1, y1), (x2, y2) = self.split_graphs(embeddings, labels)
+        if self.base_on == "union":
+            base = self.base(embeddings, labels)
+        else:
+            base = (self.base(x1, y1) + self.base(x2, y2)) / 2
+        regulariser = graph_consistency(x1, x2, self.bandwidth, self.form)
+        self.last_terms = {"base": base.detach(), "graph_consistency": regulariser.detach()}
+        return base + self.lambda_ * regulariser

@@ -1,0 +1,103 @@
+"""Minimum spanning forests by Prim's algorithm, batched on the device (damlrrm, Section 3.3).
+
+``prim_forest(weights)`` grows one Prim tree in every connected component of an undirected weighted
+graph *at the same time*: each step adds, to every component still growing, the unvisited vertex joined
+to its tree by the lightest edge (Prim's step 2). Components are the classes of a neat batch when
+cross-class weights are ``inf`` (``class_forest``), so all the batch's per-class trees grow together in one
+loop whose steps are a few (N, N) tensor operations each: no Python loop over pairs or classes, no host
+sync. The loop runs N steps (the largest class size would do, but knowing it needs a host sync); the
+steps after every tree is complete change nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def prim_forest(weights: Tensor, steps: int | None = None, components: Tensor | None = None) -> Tensor:
+    """The parent of every vertex in a minimum spanning forest of ``weights``; -1 for each tree's root.
+
+    ``weights`` is a symmetric (N, N) matrix; ``inf`` marks a missing edge, the diagonal is ignored.
+    Each component's root is its lowest-index vertex (Prim's "arbitrary start vertex"); ties between equal
+    edges go to the lowest vertex index, so the result is deterministic. The forest's edges are
+    ``(parent[j], j)`` for every non-root ``j``. ``steps`` bounds the loop: the size of the largest
+    component suffices (each step adds one vertex to every component); the default N is always enough.
+    ``components`` (boolean (N, N), whether i and j are connected) saves computing the connectivity when the
+    caller knows it (the classes, for ``class_forest``).
+    No gradient flows through the choice of edges (the weights are detached).
+
+    >>> w = torch.tensor([[0.0, 1.0, 4.0], [1.0, 0.0, 2.0], [4.0, 2.0, 0.0]])
+    >>> prim_forest(w)
+    tensor([-1,  0,  1])
+    """
+    w = weights.detach()
+    n = w.shape[0]
+    w = w.masked_fill(torch.eye(n, dtype=torch.bool, device=w.device), float("inf"))
+    # Finite stand-in for "not reachable yet": such a vertex starts a new tree when its component has
+    # no reachable vertex left (it sorts after every real edge and before visited vertices).
+    unreachable = torch.finfo(w.dtype).max
+    best = torch.full((n,), unreachable, dtype=w.dtype, device=w.device)  # lightest edge to the visited set
+    best_from = torch.full((n,), -1, dtype=torch.long, device=w.device)
+    parent = torch.full((n,), -1, dtype=torch.long, device=w.device)
+    visited = torch.zeros(n, dtype=torch.bool, device=w.device)
+    # Vertices i and j compete in one Prim step when they lie in the same component; edges (finite
+    # weights) connect components, so connectivity is the transitive closure of the finite edges.
+    if components is None:
+        components = connectivity(torch.isfinite(w) | torch.eye(n, dtype=torch.bool, device=w.device))
+    for _ in range(n if steps is None else steps):
+        key = best.masked_fill(visited, float("inf"))
+        # Row i: the keys of the vertices in i's component; its argmin is the component's next vertex.
+        candidates = key.unsqueeze(0).masked_fill(~components, float("inf"))
+        chosen = candidates.argmin(dim=1)
+        growing = torch.isfinite(candidates.gather(1, chosen.unsqueeze(1)).squeeze(1))
+        added = torch.zeros(n, dtype=torch.bool, device=w.device)
+        added.scatter_reduce_(0, chosen, growing, reduce="amax")
+        parent = torch.where(added, best_from, parent)
+        visited = visited | added
+        # Relax: an unvisited vertex may now be closer to a just-added vertex (at most one per component).
+        via_added, nearest_added = w.masked_fill(~added.unsqueeze(1), float("inf")).min(dim=0)
+        closer = via_added < best
+        best = torch.where(closer, via_added, best)
+        best_from = torch.where(closer, nearest_added, best_from)
+    return parent
+
+
+def connectivity(adjacency: Tensor) -> Tensor:
+    """Boolean (N, N): whether i and j are connected, by repeated squaring of the reachability matrix.
+
+    ``adjacency`` is boolean and symmetric with a True diagonal (every vertex reaches itself).
+
+    >>> connectivity(torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)).int()
+    tensor([[1, 1, 0],
+            [1, 1, 0],
+            [0, 0, 1]], dtype=torch.int32)
+    """
+    reach = adjacency.float()
+    n = reach.shape[0]
+    for _ in range(max(1, (n - 1).bit_length())):
+        reach = ((reach @ reach) > 0).float()
+    return reach > 0
+
+
+def class_forest(distances: Tensor, labels: Tensor) -> Tensor:
+    """Parents of one minimum spanning tree per class over ``distances`` (cross-class edges excluded).
+
+    Distances are finite, so each class is one connected component.
+
+    >>> d = torch.tensor([[0.0, 1.0, 5.0, 3.0], [1.0, 0.0, 2.0, 9.0], [5.0, 2.0, 0.0, 9.0], [3.0, 9.0, 9.0, 0.0]])
+    >>> class_forest(d, torch.tensor([0, 0, 0, 1]))
+    tensor([-1,  0,  1, -1])
+    """
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    return prim_forest(distances.detach().masked_fill(~same, float("inf")), components=same)
+
+
+def forest_mask(parent: Tensor) -> Tensor:
+    """Boolean (N, N) with True at (parent[j], j) for every non-root j: each tree edge once."""
+    n = parent.shape[0]
+    mask = torch.zeros(n, n + 1, dtype=torch.bool, device=parent.device)
+    # Roots (parent -1) write into a spare last column that is then dropped: no host sync to filter them.
+    rows = torch.where(parent >= 0, parent, torch.full_like(parent, n))
+    mask[torch.arange(n, device=parent.device), rows] = True
+    return mask[:, :n].T.contiguous()
