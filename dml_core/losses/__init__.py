@@ -18,6 +18,7 @@ miners as pure functions returning index tensors).
 
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.gpw import GeneralPairWeightingLoss, GeneralTripletWeightingLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -32,6 +33,8 @@ __all__ = [
     "LOSSES",
     "BinomialDevianceLoss",
     "ContrastiveLoss",
+    "GeneralPairWeightingLoss",
+    "GeneralTripletWeightingLoss",
     "GeneralizedLiftedLoss",
     "LiftedStructureLoss",
     "MarginLoss",

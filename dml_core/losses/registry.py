@@ -9,6 +9,7 @@ from torch import nn
 from dml_core.errors import InputError
 from dml_core.losses.binomial import BinomialDevianceLoss
 from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.losses.gpw import GeneralPairWeightingLoss, GeneralTripletWeightingLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -30,6 +31,8 @@ LOSSES: dict[str, type[nn.Module]] = {
     "proxy_nca": ProxyNCALoss,
     "proxy_anchor": ProxyAnchorLoss,
     "ranked_list": RankedListLoss,
+    "gpw_pair": GeneralPairWeightingLoss,
+    "gpw_triplet": GeneralTripletWeightingLoss,
 }
 
 

@@ -6,7 +6,7 @@ import torch
 
 import dml_core.losses as losses_pkg
 from dml_core.errors import InputError
-from dml_core.losses import LOSSES, base, build_loss, mining, npair, registry
+from dml_core.losses import LOSSES, base, build_loss, gpw, mining, npair, registry
 
 PROXY_LOSSES = {"proxy_nca", "proxy_anchor"}
 
@@ -24,6 +24,8 @@ def test_registry_names_every_family():
         "proxy_nca",
         "proxy_anchor",
         "ranked_list",
+        "gpw_pair",
+        "gpw_triplet",
     }
 
 
@@ -57,7 +59,7 @@ def test_missing_required_parameter():
         build_loss("proxy_anchor", embedding_dim=8)
 
 
-@pytest.mark.parametrize("module", [base, mining, npair, registry])
+@pytest.mark.parametrize("module", [base, gpw, mining, npair, registry])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0
