@@ -120,20 +120,20 @@ class GeneralPairWeightingLoss(nn.Module):
         super().__init__()
         owner = "gpw_pair"
         _check_options(owner, weighting, normalization_scope, distance, {"p": p, "q": q})
-        _check_unused(
-            owner, weighting, {"p": ("power", p), "q": ("power", q), "alpha": ("exponential", alpha),
-                               "beta": ("exponential", beta)}
-        )  # fmt: skip
+        families = {
+            "p": ("power", p),
+            "q": ("power", q),
+            "alpha": ("exponential", alpha),
+            "beta": ("exponential", beta),
+        }
+        _check_unused(owner, weighting, families)
         if not 0 <= pos_margin <= neg_margin:
             raise InputError(
                 f"{owner}: expected 0 <= pos_margin (m1) <= neg_margin (m2); got {pos_margin}, {neg_margin}"
             )
         self.pos_margin, self.neg_margin = pos_margin, neg_margin
-        self.weighting, self.normalize_weights, self.normalization_scope = (
-            weighting,
-            normalize_weights,
-            normalization_scope,
-        )
+        self.weighting = weighting
+        self.normalize_weights, self.normalization_scope = normalize_weights, normalization_scope
         self.pos_exponent = alpha if weighting == "exponential" else p
         self.neg_exponent = beta if weighting == "exponential" else q
         self.epsilon, self.distance = epsilon, distance
