@@ -24,6 +24,7 @@ from dml_core.losses.cgml import GraphConsistencyLoss
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.losses.damlrrm import DAMLRRMLoss
 from dml_core.losses.drml import DRMLLoss
+from dml_core.losses.gpw import GeneralPairWeightingLoss, GeneralTripletWeightingLoss
 from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from dml_core.losses.margin import MarginLoss
 from dml_core.losses.multi_similarity import MultiSimilarityLoss
@@ -41,6 +42,8 @@ __all__ = [
     "DAMLRRMLoss",
     "DANMLLoss",
     "DRMLLoss",
+    "GeneralPairWeightingLoss",
+    "GeneralTripletWeightingLoss",
     "GeneralizedLiftedLoss",
     "GraphConsistencyLoss",
     "ImprovedProxyNCALoss",

@@ -17,6 +17,8 @@ from dml_core.losses.base import (
 )
 from dml_core.losses.mining import multi_similarity_pairs
 
+MS_VERSIONS: tuple[str, ...] = ("v1", "v2")  # v2: without the 1 inside the logs (gpw Sec. IV-B5)
+
 
 class MultiSimilarityLoss(nn.Module):
     """Wang et al. 2019, Eq. 8, on cosine similarity S, after MS pair mining (Eqs. 5-6, ``epsilon``):
@@ -29,6 +31,11 @@ class MultiSimilarityLoss(nn.Module):
     0.5. ``epsilon=None`` switches mining off (all pairs). An anchor with an empty mined set contributes 0
     for that term, as the formula says (the authors' code drops such an anchor's whole loss but still
     divides by N). ``last_terms``: "pos", "neg".
+
+    ``version`` (gpw Sec. IV-B5, Eq. 39): "v1" is the loss above; "v2" drops the 1 inside each log,
+    1/alpha log sum_{P_i} exp(...), so the pair weights (the gradient w.r.t. each S or D) become a plain
+    softmax over the mined pairs, without the "+1" in the denominator. gpw compares both with
+    ``distance="euclidean"``, ``lam=1`` (its m), alpha, beta = 2, 50, epsilon = 0.1.
     """
 
     def __init__(
@@ -38,9 +45,12 @@ class MultiSimilarityLoss(nn.Module):
         lam: float = 1.0,
         epsilon: float | None = 0.1,
         distance: str = "cosine",
+        version: str = "v1",
     ) -> None:
         super().__init__()
         check_choice(distance, DISTANCES, "multi_similarity", "distance")
+        check_choice(version, MS_VERSIONS, "multi_similarity", "version")
+        self.version = version
         self.alpha, self.beta, self.lam, self.epsilon, self.distance = alpha, beta, lam, epsilon, distance
         self.last_terms: dict[str, Tensor] = {}
 
@@ -54,7 +64,8 @@ class MultiSimilarityLoss(nn.Module):
             pos, neg = indices_to_mask(a1, p, mat.shape), indices_to_mask(a2, n, mat.shape)
         pos_exp = self.alpha * margin_gap(mat, self.lam, self.distance)
         neg_exp = self.beta * margin_gap(self.lam, mat, self.distance)
-        pos_loss = (masked_logsumexp(pos_exp, pos, add_one=True) / self.alpha).mean()
-        neg_loss = (masked_logsumexp(neg_exp, neg, add_one=True) / self.beta).mean()
+        add_one = self.version == "v1"
+        pos_loss = (masked_logsumexp(pos_exp, pos, add_one=add_one) / self.alpha).mean()
+        neg_loss = (masked_logsumexp(neg_exp, neg, add_one=add_one) / self.beta).mean()
         self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
         return pos_loss + neg_loss

@@ -6,7 +6,19 @@ import torch
 
 import dml_core.losses as losses_pkg
 from dml_core.errors import InputError
-from dml_core.losses import LOSSES, anml, base, build_loss, cgml, damlrrm, mining, npair, registry, spanning_tree
+from dml_core.losses import (
+    LOSSES,
+    anml,
+    base,
+    build_loss,
+    cgml,
+    damlrrm,
+    gpw,
+    mining,
+    npair,
+    registry,
+    spanning_tree,
+)
 
 PROXY_LOSSES = {"proxy_nca", "proxy_anchor", "improved_proxy_nca"}
 WRAPPERS = {"cgml", "graph_consistency"}  # need a base loss
@@ -31,6 +43,8 @@ def test_registry_names_every_family():
         "damlrrm",
         "cgml",
         "graph_consistency",
+        "gpw_pair",
+        "gpw_triplet",
     }
 
 
@@ -69,7 +83,7 @@ def test_missing_required_parameter():
         build_loss("proxy_anchor", embedding_dim=8)
 
 
-@pytest.mark.parametrize("module", [anml, base, mining, npair, registry, spanning_tree, damlrrm, cgml])
+@pytest.mark.parametrize("module", [anml, base, mining, npair, registry, spanning_tree, damlrrm, cgml, gpw])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0
