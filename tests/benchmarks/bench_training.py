@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tables" / "benchmarks"
 # Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed).
 MAIN_RECIPES = {
-    "damlrrm": "damlrrm-cub200",
+    "damlrrm": "ours-cub200",
     "anml": "danml-cub200",
-    "gpw": "gpw-cub200",
+    "gpw": "pair-e-cub200",
     "drml": "drml-pa-cub200",
     "cgml": "cgml-binomial-cub200",
 }
