@@ -39,31 +39,9 @@ def shared_python(session: nox.Session) -> str:
     if not python.exists():
         session.run(sys.executable, "-m", "venv", str(VENV))
     if not stamp.exists() or stamp.read_text() != fingerprint:
-        session.run(
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-c",
-            str(CONSTRAINTS),
-            "pip==26.3",
-            "setuptools==84.2.1",
-        )
-        session.run(
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-c",
-            str(CONSTRAINTS),
-            "-e",
-            f"{ROOT}[test,lint]",
-            env={"PIP_CONSTRAINT": str(CONSTRAINTS)},
-        )
+        pip = (str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", str(CONSTRAINTS))
+        session.run(*pip, "pip==26.3", "setuptools==84.2.1")
+        session.run(*pip, "-e", f"{ROOT}[test,lint]", env={"PIP_CONSTRAINT": str(CONSTRAINTS)})
         stamp.write_text(fingerprint)
     return str(python)
 

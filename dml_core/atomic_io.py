@@ -46,3 +46,20 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
     """JSON with sorted keys and a trailing newline, so results files diff cleanly."""
     return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_json_object(path: str | os.PathLike, what: str) -> dict:
+    """A JSON file that must hold an object; a missing, malformed or non-object file is an ``InputError``
+    naming the file and ``what`` it should have been."""
+    from dml_core.errors import InputError
+
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(payload, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(payload).__name__}")
+    return payload

@@ -7,13 +7,12 @@ protocol and timing. ``load_results`` is the schema check the table builder uses
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dml_core.atomic_io import atomic_write_json
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -101,14 +100,7 @@ def write_results(path: str | Path, payload: dict) -> Path:
 
 def load_results(path: str | Path) -> ResultsFile:
     path = Path(path)
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: results file not found") from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(payload, dict):
-        raise InputError(f"{path}: expected a JSON object, found {type(payload).__name__}")
+    payload = read_json_object(path, "results file")
     version = payload.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(f"{path}: field schema_version: expected {SCHEMA_VERSION}, found {version!r}")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dml_core.atomic_io import atomic_write_json
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.tables.join import BELOW
 
@@ -100,14 +100,9 @@ def load_summary(path: str | Path, smoke: bool) -> dict[str, dict[str, float]]:
     path = Path(path)
     if path.is_dir():
         path = path / SUMMARY_NAME
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: previous nightly summary not found") from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(payload, dict) or payload.get("schema_version") != SUMMARY_SCHEMA_VERSION:
-        found = payload.get("schema_version") if isinstance(payload, dict) else type(payload).__name__
+    payload = read_json_object(path, "previous nightly summary")
+    if payload.get("schema_version") != SUMMARY_SCHEMA_VERSION:
+        found = payload.get("schema_version")
         raise InputError(f"{path}: field schema_version: expected {SUMMARY_SCHEMA_VERSION}, found {found!r}")
     if payload.get("smoke") is not smoke:
         raise InputError(
