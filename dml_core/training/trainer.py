@@ -26,11 +26,10 @@ from dml_core.models import BackboneWarmup
 from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, select, write_results
 from dml_core.training import builders
-from dml_core.training.batches import build_batch_source
 from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, evaluate_model
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
-from dml_core.training.optim import build_optimizer, build_scheduler
+from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
 RESULTS_NAME = "results.json"
@@ -92,25 +91,15 @@ def train(
     torch.manual_seed(settings.seed)
     root = builders.data_root(recipe, data_root)
 
-    model = builders.build_model(recipe)
-    train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
-    sampler = builders.build_sampler(recipe, dense_labels)
-    per_epoch = len(sampler)
+    parts = build_run(recipe, root, device)
+    model, loss_fn, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
+    dense_labels, test_set, batches = parts.dense_labels, parts.test_set, parts.batches
+    per_epoch = parts.iterations_per_epoch
     total = settings.iterations or settings.epochs * per_epoch
     unit = per_epoch if settings.epochs else 1
     eval_every, checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
-    loss_fn = builders.build_loss_for(
-        recipe, int(dense_labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
-    )
-    model.to(device)
-    loss_fn.to(device)
-    if on_cuda and settings.channels_last:
-        model.to(memory_format=torch.channels_last)
-    optimizer = build_optimizer(recipe.optimizer, model, loss_fn, recipe.loss.lr_multiplier)
-    scheduler = build_scheduler(recipe.schedule, optimizer, per_epoch)
     warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
     forward = torch.compile(model) if settings.compile else model
-    batches = build_batch_source(recipe, model, train_set, sampler, root, device)
     watch = NonFiniteWatch(device)
     sync_every = settings.sync_every if on_cuda else 1
 

@@ -21,9 +21,7 @@ import torch
 
 from dml_core.atomic_io import atomic_write_json
 from dml_core.recipe import load_recipe, smoke_version
-from dml_core.training import builders
-from dml_core.training.batches import build_batch_source
-from dml_core.training.optim import build_optimizer, build_scheduler
+from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,22 +58,9 @@ def _setup(paper: str, data_root: Path):
                 update={"data": recipe.data.model_copy(update={"dataset": "embedded", "pipeline": "pil"})}
             )
         )
-    model = builders.build_model(
-        recipe.model_copy(update={"model": recipe.model.model_copy(update={"weights": "random"})})
-    )
-    train_set, labels, _ = builders.build_datasets(recipe, model, data_root)
-    sampler = builders.build_sampler(recipe, labels)
-    loss = builders.build_loss_for(
-        recipe, int(labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
-    )
-    model.to(DEVICE)
-    loss.to(DEVICE)
-    if ON_CUDA and recipe.training.channels_last:
-        model.to(memory_format=torch.channels_last)
-    optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
-    scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
-    batches = build_batch_source(recipe, model, train_set, sampler, data_root, DEVICE)
-    return recipe, model, loss, optimizer, scheduler, batches, torch.as_tensor(labels).to(DEVICE)
+    recipe = recipe.model_copy(update={"model": recipe.model.model_copy(update={"weights": "random"})})
+    parts = build_run(recipe, data_root, DEVICE)
+    return recipe, parts, torch.as_tensor(parts.dense_labels).to(DEVICE)
 
 
 def _iterations_per_second(step, batches) -> float:
@@ -96,12 +81,13 @@ def data_root(tmp_path_factory):
 
 @pytest.mark.parametrize("paper", list(MAIN_RECIPES))
 def test_end_to_end_against_model_only(benchmark, paper, data_root):
-    recipe, model, loss, optimizer, scheduler, source, labels = _setup(paper, data_root)
+    recipe, parts, labels = _setup(paper, data_root)
+    model, source = parts.model, parts.batches
     model.train()
 
     def step(batch):
         images, positions = batch
-        train_step(model, loss, optimizer, scheduler, images, labels[positions], recipe.training)
+        train_step(model, parts.loss, parts.optimizer, parts.scheduler, images, labels[positions], recipe.training)
 
     def endless():
         epoch = 0

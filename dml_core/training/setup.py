@@ -1,0 +1,53 @@
+"""Everything one training run needs, built from its recipe in one place — the trainer and the throughput
+benchmark both call ``build_run``, so the benchmark measures exactly what the trainer runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from dml_core.data import ImageDataset
+from dml_core.models import EmbeddingModel
+from dml_core.recipe import Recipe
+from dml_core.training import builders
+from dml_core.training.batches import build_batch_source
+from dml_core.training.optim import build_optimizer, build_scheduler
+
+
+@dataclass
+class RunParts:
+    model: EmbeddingModel
+    loss: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    sampler: object
+    train_set: ImageDataset
+    dense_labels: np.ndarray
+    test_set: builders.TestSet
+    batches: object  # LoaderBatches or CachedBatches
+
+    @property
+    def iterations_per_epoch(self) -> int:
+        return len(self.sampler)
+
+
+def build_run(recipe: Recipe, root: Path, device: torch.device) -> RunParts:
+    """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source."""
+    model = builders.build_model(recipe)
+    train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
+    sampler = builders.build_sampler(recipe, dense_labels)
+    loss = builders.build_loss_for(
+        recipe, int(dense_labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
+    )
+    model.to(device)
+    loss.to(device)
+    if device.type == "cuda" and recipe.training.channels_last:
+        model.to(memory_format=torch.channels_last)
+    optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
+    scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
+    batches = build_batch_source(recipe, model, train_set, sampler, root, device)
+    return RunParts(model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, batches)
