@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset
+
+from dml_core.seeding import seeded_cpu_rng
 
 
 def augmentation_seeds(seed: int, epoch: int, batch: int, size: int) -> list[int]:
@@ -49,6 +50,5 @@ class SeededDataset(Dataset):
 
     def __getitem__(self, key: tuple[int, int]) -> Any:
         position, seed = key
-        with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(seed)  # the CPU generator the transforms draw from
+        with seeded_cpu_rng(seed):
             return self.dataset[position]
