@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.output_paths import runs_root
 from dml_core.recipe import load_recipe, smoke_version
 
 
@@ -24,7 +25,9 @@ def add_parser(subparsers) -> None:
         metavar="KEY=VALUE",
         help="override a recipe field, e.g. --set training.seed=1 (repeatable)",
     )
-    parser.add_argument("--out", type=Path, help="run folder (default: runs/<recipe id>-seed<seed>[-smoke])")
+    parser.add_argument(
+        "--out", type=Path, help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke])"
+    )
     parser.add_argument("--results", type=Path, help="results file (default: <out>/results.json)")
     parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out; skip if finished")
     parser.add_argument(
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     recipe = load_recipe(args.recipe, args.overrides)
     if args.smoke:
         recipe = smoke_version(recipe)
-    out = args.out or Path("runs") / f"{recipe.id}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
+    out = args.out or runs_root() / f"{recipe.id}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
     path = train(
         recipe,
         out,
