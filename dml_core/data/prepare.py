@@ -8,7 +8,9 @@ and ``dml_index.csv`` is written there last, only once the split checks pass.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from dml_core.data.archives import extract, is_archive
 from dml_core.data.download import download, md5_of
-from dml_core.data.index import IndexRow, write_index
+from dml_core.data.index import IndexRow, index_path, write_index
 from dml_core.data.registry import DatasetSpec, get_spec
 from dml_core.data.verify import verify_rows
 from dml_core.errors import InputError
@@ -90,6 +92,26 @@ def _collect_rows(
     return spec.build_index(dataset_dir)
 
 
+def _generate_in_place(spec: DatasetSpec, dataset_dir: Path) -> None:
+    """Generate into a private folder, then rename it into place: processes that generate at the same time
+    (the ranks of a multi-process run, local jobs sharing a data root) never read each other's half-written
+    files; whoever renames first wins and the others discard their copy."""
+    dataset_dir.parent.mkdir(parents=True, exist_ok=True)
+    private = Path(tempfile.mkdtemp(prefix=f".{dataset_dir.name}.", dir=dataset_dir.parent))
+    try:
+        write_index(private / "new", spec.build_index(private / "new"))
+        if dataset_dir.exists() and not index_path(dataset_dir).is_file():
+            with contextlib.suppress(FileNotFoundError):  # a leftover without index (killed run): set it aside
+                dataset_dir.rename(private / "stale")
+        try:
+            (private / "new").rename(dataset_dir)
+        except OSError:
+            if not index_path(dataset_dir).is_file():  # not a lost race: something else is in the way
+                raise
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
 def prepare(
     dataset: str,
     root: Path,
@@ -108,6 +130,8 @@ def prepare(
     if spec.generated and sources:
         raise InputError(f"{dataset}: --archive: this dataset is generated here and takes no archive")
     dataset_dir = Path(root) / dataset
+    if spec.generated and not index_path(dataset_dir).is_file():
+        _generate_in_place(spec, dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
     for source in sources:
         _bring_in(spec, Path(source), dataset_dir)

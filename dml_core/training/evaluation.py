@@ -7,12 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Subset
 
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.recipe import Recipe
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
+from dml_core.training.distributed import SINGLE_PROCESS, Process
 
 
 class NonFiniteEmbeddingsError(RuntimeError):
@@ -46,16 +47,36 @@ def embed_dataset(model, dataset, batch_size: int, num_workers: int, device: tor
     return torch.cat(chunks).numpy()
 
 
-def evaluate_model(model, test_set: builders.TestSet, recipe: Recipe, device: torch.device) -> Evaluation:
-    """The recipe's evaluation protocol (metrics, K list, normalisation, k-means) on the test set."""
+def evaluate_model(
+    model, test_set: builders.TestSet, recipe: Recipe, device: torch.device, process: Process = SINGLE_PROCESS
+) -> Evaluation:
+    """The recipe's evaluation protocol (metrics, K list, normalisation, k-means) on the test set.
+
+    With several processes each embeds one contiguous slice of the test set; the embeddings are gathered once
+    and rank 0 computes the metrics, which every rank then receives (an error there is raised on every rank)."""
+    dataset = test_set.dataset
+    if process.active:
+        dataset = Subset(dataset, process.slice_of(len(dataset)))
     embeddings = embed_dataset(
-        model,
-        test_set.dataset,
-        recipe.training.eval_batch_size,
-        recipe.data.num_workers,
-        device,
-        recipe.training.bf16,
+        model, dataset, recipe.training.eval_batch_size, recipe.data.num_workers, device, recipe.training.bf16
     )
+    if process.active:
+        embeddings = process.gather_rows(torch.from_numpy(embeddings).to(device)).cpu().numpy()
+    outcome: Evaluation | Exception | None = None
+    if process.is_main:
+        try:
+            outcome = _evaluate_embeddings(embeddings, test_set, recipe, device)
+        except Exception as error:  # every rank must learn of it, or the others wait forever
+            if not process.active:
+                raise
+            outcome = error
+    outcome = process.broadcast(outcome)
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def _evaluate_embeddings(embeddings: np.ndarray, test_set: builders.TestSet, recipe: Recipe, device) -> Evaluation:
     bad_rows = int((~np.isfinite(embeddings).all(1)).sum())
     if bad_rows:
         raise NonFiniteEmbeddingsError(f"{bad_rows} of {len(embeddings)} test embeddings are NaN or infinite")

@@ -23,16 +23,20 @@ def augmentation_seeds(seed: int, epoch: int, batch: int, size: int) -> list[int
 
 
 class EpochSlice:
-    """The batches of one epoch from ``start`` on, as lists of ``(position, augmentation seed)``."""
+    """The batches of one epoch from ``start`` on, as lists of ``(position, augmentation seed)``.
 
-    def __init__(self, sampler, epoch: int, start: int, seed: int) -> None:
-        self.sampler, self.epoch, self.start, self.seed = sampler, epoch, start, seed
+    ``slots``: only these slots of every batch (one process's share in multi-process training); the seeds are
+    those of the whole batch, so a slot gets the same augmentation whatever the number of processes."""
+
+    def __init__(self, sampler, epoch: int, start: int, seed: int, slots: list[int] | None = None) -> None:
+        self.sampler, self.epoch, self.start, self.seed, self.slots = sampler, epoch, start, seed, slots
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         self.sampler.set_epoch(self.epoch)
         for number, batch in enumerate(self.sampler):
             if number >= self.start:
-                yield list(zip(batch, augmentation_seeds(self.seed, self.epoch, number, len(batch)), strict=True))
+                keys = list(zip(batch, augmentation_seeds(self.seed, self.epoch, number, len(batch)), strict=True))
+                yield keys if self.slots is None else [keys[slot] for slot in self.slots]
 
     def __len__(self) -> int:
         self.sampler.set_epoch(self.epoch)

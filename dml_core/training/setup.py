@@ -15,6 +15,7 @@ from dml_core.models import EmbeddingModel
 from dml_core.recipe import Recipe
 from dml_core.training import builders
 from dml_core.training.batches import build_batch_source
+from dml_core.training.distributed import SINGLE_PROCESS, Process, Sharding, use_global_batchnorm
 from dml_core.training.optim import build_optimizer, build_scheduler
 
 
@@ -29,25 +30,33 @@ class RunParts:
     dense_labels: np.ndarray
     test_set: builders.TestSet
     batches: object  # LoaderBatches or CachedBatches
+    sharding: Sharding  # this process's share of every batch (all of it with one process)
+    batchnorm_statistics: str  # how BN batch statistics are computed (recorded in the results file)
 
     @property
     def iterations_per_epoch(self) -> int:
         return len(self.sampler)
 
 
-def build_run(recipe: Recipe, root: Path, device: torch.device) -> RunParts:
-    """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source."""
+def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process = SINGLE_PROCESS) -> RunParts:
+    """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source
+    (of ``process``'s share of every batch when training on several processes)."""
     model = builders.build_model(recipe)
     train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
     sampler = builders.build_sampler(recipe, dense_labels)
     loss = builders.build_loss_for(
         recipe, int(dense_labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
     )
+    sharding = Sharding(process, sampler.group_sizes)
+    batchnorm_statistics = use_global_batchnorm(model, process, device)
     model.to(device)
     loss.to(device)
     if device.type == "cuda" and recipe.training.channels_last:
         model.to(memory_format=torch.channels_last)
     optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
     scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
-    batches = build_batch_source(recipe, model, train_set, sampler, root, device)
-    return RunParts(model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, batches)
+    batches = build_batch_source(recipe, model, train_set, sampler, root, device, sharding.slots)
+    return RunParts(
+        model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, batches, sharding,
+        batchnorm_statistics,
+    )  # fmt: skip

@@ -8,6 +8,7 @@ import dataclasses
 import torch
 
 from dml_core.recipe import TrainingSettings
+from dml_core.training.distributed import Sharding
 from dml_core.training.evaluation import autocast
 
 
@@ -22,19 +23,33 @@ def fp32(output):
 
 
 def train_step(
-    forward, loss_fn, optimizer, scheduler, images: torch.Tensor, labels: torch.Tensor, settings: TrainingSettings
+    forward,
+    loss_fn,
+    optimizer,
+    scheduler,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    settings: TrainingSettings,
+    sharding: Sharding | None = None,
 ) -> torch.Tensor:
     """Forward (bf16 autocast on CUDA if asked), fp32 loss, backward, optimiser and schedule step.
 
-    Returns the loss tensor without reading it (no host synchronisation)."""
+    With ``sharding`` over several processes, ``images``/``labels`` are this process's share and the loss runs
+    on the gathered global batch (see ``distributed``). Returns the loss tensor without reading it (no host
+    synchronisation)."""
     device = images.device
     if device.type == "cuda" and settings.channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
     with autocast(device, settings.bf16):
         output = forward(images)
-    loss = loss_fn(fp32(output), labels)
+    output = fp32(output)
+    if sharding is not None:
+        output, labels = sharding.gather(output, labels)
+    loss = loss_fn(output, labels)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    if sharding is not None:
+        sharding.process.average_gradients(loss_fn.parameters())
     optimizer.step()
     scheduler.step()
     return loss

@@ -6,6 +6,10 @@ each image's augmentation of (seed, epoch, batch, slot) (``seeded_batches``); th
 module's state go into the checkpoint. A run killed at any point and resumed with ``resume=True`` therefore
 ends with the same weights and metrics as an uninterrupted one (tested on the CPU with SIGKILL).
 
+Several processes (torchrun, or a Slurm job via submitit): detected from the environment (``distributed``);
+the recipe's batch stays the global batch, only rank 0 writes checkpoints and results, and the results file
+records the world size.
+
 Speed (CUDA): bf16 autocast for the model (the loss runs in fp32), channels_last, optional torch.compile,
 pinned asynchronous copies or the prepared-data path (``data.pipeline: cache``), and no host synchronisation
 per iteration: non-finite losses are noticed on the device and read back every ``training.sync_every``.
@@ -27,6 +31,7 @@ from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, select, write_results
 from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, evaluate_model
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
 from dml_core.training.setup import build_run
@@ -44,7 +49,8 @@ def _rng_state(device: torch.device) -> dict:
     return state
 
 
-def _restore_rng(state: dict, device: torch.device) -> None:
+def _restore_rng(states: list[dict] | dict, rank: int, device: torch.device) -> None:
+    state = states[rank] if isinstance(states, list) else states  # one state per rank (older checkpoints: one)
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
@@ -66,8 +72,37 @@ def train(
     """Run ``recipe`` (already smoke-shrunk when ``smoke``) and write its results file; return its path.
 
     ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
-    checkpoint is continued and a finished run is left as it is.
+    checkpoint is continued and a finished run is left as it is. Under torchrun (WORLD_SIZE > 1 in the
+    environment) every process calls this; the process group is joined here (and left again if this call
+    created it).
     """
+    process = Process.from_environment()
+    torch_device = process.device(device)
+    created_group = process.init_process_group(torch_device)
+    try:
+        return _train(
+            recipe, Path(out_dir), process, torch_device, recipe_path=recipe_path, overrides=overrides, smoke=smoke,
+            resume=resume, data_root=data_root, progress=progress, results_path=results_path,
+        )  # fmt: skip
+    finally:
+        if created_group:
+            torch.distributed.destroy_process_group()
+
+
+def _train(
+    recipe: Recipe,
+    out_dir: Path,
+    process: Process,
+    device: torch.device,
+    *,
+    recipe_path: str | Path | None,
+    overrides: list[str],
+    smoke: bool,
+    resume: bool,
+    data_root: str | Path | None,
+    progress: bool,
+    results_path: str | Path | None,
+) -> Path:
     out_dir = Path(out_dir)
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
     checkpoint_path = out_dir / CHECKPOINT_NAME
@@ -84,14 +119,13 @@ def train(
         if state.get("finished") and state["recipe_sha256"] == recipe.content_hash():
             return results_path
 
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     on_cuda = device.type == "cuda"
     if not on_cuda:
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(settings.seed)
     root = builders.data_root(recipe, data_root)
 
-    parts = build_run(recipe, root, device)
+    parts = build_run(recipe, root, device, process)
     model, loss_fn, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
     dense_labels, test_set, batches = parts.dense_labels, parts.test_set, parts.batches
     per_epoch = parts.iterations_per_epoch
@@ -99,7 +133,7 @@ def train(
     unit = per_epoch if settings.epochs else 1
     eval_every, checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
     warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
-    forward = torch.compile(model) if settings.compile else model
+    sharding = parts.sharding
     watch = NonFiniteWatch(device)
     sync_every = settings.sync_every if on_cuda else 1
 
@@ -117,7 +151,13 @@ def train(
         loss_fn.load_state_dict(state["loss"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _restore_rng(state["rng"], device)
+        saved_world_size = state.get("world_size", 1)
+        if saved_world_size != process.world_size:
+            raise InputError(
+                f"{checkpoint_path}: written by a run on {saved_world_size} process(es), resumed on "
+                f"{process.world_size}; resume with the same number of processes (each restores its own RNG state)"
+            )
+        _restore_rng(state["rng"], process.rank, device)
         iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
         timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
 
@@ -129,6 +169,9 @@ def train(
 
     def checkpoint(finished: bool = False) -> None:
         check_finite()  # never save the state a bad step produced
+        rng_states = process.all_gather_objects(_rng_state(device))
+        if not process.is_main:
+            return
         save_checkpoint(
             checkpoint_path,
             {
@@ -142,7 +185,8 @@ def train(
                 "loss": loss_fn.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
-                "rng": _rng_state(device),
+                "rng": rng_states,
+                "world_size": process.world_size,
                 "evaluations": evaluations,
                 "protocol": protocol,
                 "timing": timing,
@@ -154,8 +198,9 @@ def train(
         nonlocal protocol
         check_finite()
         started = time.perf_counter()
+        process.sync_buffers(model)  # every rank embeds with rank 0's BN statistics
         try:
-            result = evaluate_model(model, test_set, recipe, device)
+            result = evaluate_model(model, test_set, recipe, device, process)
         except NonFiniteEmbeddingsError as error:
             raise NonFiniteError(
                 f"recipe {recipe.id}: evaluation after iteration {iteration}: {error}; the last good checkpoint "
@@ -168,16 +213,22 @@ def train(
             {"iteration": iteration, "epoch": iteration / per_epoch, "metrics": result.metrics, "seconds": seconds}
         )
 
-    bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not progress, dynamic_ncols=True)
+    show = progress and process.is_main
+    bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not show, dynamic_ncols=True)
     labels_on_device = torch.as_tensor(dense_labels).to(device)
+    forward, frozen_before = None, None
     while iteration < total:
         epoch, start = divmod(iteration, per_epoch)
-        warmup.on_epoch_start(model, epoch)
+        frozen = warmup.on_epoch_start(model, epoch)
+        if frozen != frozen_before:  # DDP fixes its synchronised parameters when built: rebuild on a change
+            forward, frozen_before = sharding.wrap(model, device), frozen
+            forward = torch.compile(forward) if settings.compile else forward
         model.train()
         segment_start = wait_start = time.perf_counter()
         for images, positions in batches.epoch(epoch, start):
             timing["data_wait_seconds"] += time.perf_counter() - wait_start
-            loss = train_step(forward, loss_fn, optimizer, scheduler, images, labels_on_device[positions], settings)
+            labels = labels_on_device[positions]
+            loss = train_step(forward, loss_fn, optimizer, scheduler, images, labels, settings, sharding)
             # Terms are read after backward: a loss's last_terms belong to this step until its next forward.
             watch.observe(iteration, loss, getattr(loss_fn, "last_terms", {}))
             iteration += 1
@@ -219,9 +270,18 @@ def train(
         "weights": {"requested": recipe.model.weights, "id": model.weights_id},
         "seed": settings.seed,
         "smoke": smoke,
-        "world_size": 1,
+        "world_size": process.world_size,
         "git": provenance.git_state(),
-        "environment": {**provenance.environment(), "device": str(device)},
+        "environment": {
+            **provenance.environment(),
+            "device": str(device),
+            "distributed": {
+                "world_size": process.world_size,
+                "backend": torch.distributed.get_backend() if process.active else None,
+                "images_per_process": len(sharding.slots),  # of the recipe's global batch
+                "batchnorm_statistics": parts.batchnorm_statistics,
+            },
+        },
         "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},
         "evaluations": evaluations,
         "selection": select(evaluations, recipe.evaluation.selection),
@@ -232,4 +292,7 @@ def train(
             "resumed_runs": resumed_runs,
         },
     }
-    return write_results(results_path, payload)
+    if process.is_main:
+        write_results(results_path, payload)
+    process.barrier()  # the file exists when train returns, on every rank
+    return results_path
