@@ -4,9 +4,11 @@ Slurm without a cluster: fake ``srun``/``sbatch`` on PATH record the sbatch scri
 submitted anywhere). Local: submitit's LocalExecutor really spawns each job as a subprocess that trains a tiny
 smoke recipe; the tests check the results land where the inline runner writes them, the tables are built, a
 failing job is reported with its error and log while the others finish, finished runs are skipped, and
-``--no-wait`` returns before the jobs end.
+``--no-wait`` returns before the jobs end, and a job of several tasks (Slurm's one per GPU) exports the
+torch.distributed variables the trainer reads.
 """
 
+import json
 import os
 import stat
 import time
@@ -18,7 +20,14 @@ from submitit.core.utils import DelayedSubmission
 import dml_core
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.launch import JobResources, TrainJob, executor_parameters, launch_paper, parse_slurm_params
+from dml_core.launch import (
+    JobResources,
+    TrainJob,
+    executor_parameters,
+    launch_paper,
+    make_executor,
+    parse_slurm_params,
+)
 from dml_core.reproduce import PaperRun
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
@@ -180,3 +189,27 @@ def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path,
     folders += ["--tables", str(tmp_path / "tables"), "--papers-dir", str(tmp_path / "papers")]
     assert main(["tables", "--paper", PAPER_KEY, "--smoke", "--no-plots", *folders]) == 0
     assert _table_rows(tmp_path) == {"ours-cub200": "0", "lifted-cub200": "—"}
+
+
+class _ReportRank(PaperRun):
+    """A paper whose "training" returns the torch.distributed variables its task sees (JSON)."""
+
+    def train(self, plan):
+        names = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES")
+        return json.dumps({name: os.environ.get(name) for name in names})
+
+
+@pytest.mark.slow
+def test_a_job_of_several_tasks_exports_the_torch_distributed_environment(tmp_path, one_thread_jobs):
+    executor = make_executor("local", tmp_path / "jobs", JobResources(gpus_per_job=2, timeout_min=5), "dml-test")
+    executor.update_parameters(tasks_per_node=2)  # what Slurm runs for --gpus-per-job 2 (local jobs run one task)
+    paper = _ReportRank(PAPER_KEY, tmp_path, tmp_path, tmp_path, tmp_path)
+    tasks = [json.loads(result) for result in executor.submit(TrainJob(paper, plan=None)).results()]
+    assert [(task["RANK"], task["LOCAL_RANK"], task["WORLD_SIZE"]) for task in tasks] == [
+        ("0", "0", "2"),
+        ("1", "1", "2"),
+    ]
+    assert tasks[0]["MASTER_ADDR"] == tasks[1]["MASTER_ADDR"] and tasks[0]["MASTER_PORT"] == tasks[1]["MASTER_PORT"]
+    assert {task["CUDA_VISIBLE_DEVICES"] for task in tasks} == {
+        "0,1"
+    }  # every GPU visible; LOCAL_RANK picks, as torchrun
