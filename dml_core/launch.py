@@ -40,8 +40,7 @@ from dml_core.output_paths import jobs_folder
 from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
 from dml_core.training.builders import data_root as resolve_data_root
 
-# ``inline`` is ``reproduce_paper`` (this process, one run after the other); the others submit jobs.
-LAUNCHERS = ("inline", "local", "slurm")
+# What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")
 DEFAULT_TIMEOUT_MIN = 24 * 60
 
