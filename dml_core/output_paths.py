@@ -8,6 +8,8 @@ Smoke output goes to a ``smoke/`` sub-folder of each, so it never mixes with ful
 'results/smoke/damlrrm/ours-cub200-seed1.json'
 >>> tables_markdown(Path("tables"), "damlrrm", smoke=False).as_posix()
 'tables/damlrrm.md'
+>>> jobs_folder(Path("runs"), "anml", smoke=False).as_posix()
+'runs/submitit/anml'
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ def results_file(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -
 def run_folder(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -> Path:
     """``<root>/[smoke/]<key>/<recipe id>-seed<seed>``: the checkpoint of one run."""
     return _scoped(root, smoke) / key / f"{recipe_id}-seed{seed}"
+
+
+def jobs_folder(root: Path, key: str, smoke: bool) -> Path:
+    """``<root>/[smoke/]submitit/<key>``: the cluster jobs' pickles and logs (``dml reproduce --launcher``)."""
+    return _scoped(root, smoke) / "submitit" / key
 
 
 def tables_markdown(root: Path, key: str, smoke: bool) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
@@ -19,7 +20,7 @@ from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weigh
 from dml_core.output_paths import results_file, run_folder
 from dml_core.recipe import Recipe, load_recipe, smoke_version
 from dml_core.results import load_results
-from dml_core.tables import PaperTables, build_paper_tables, load_tolerances
+from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances
 from dml_core.training.builders import data_root as resolve_data_root
 
 
@@ -32,6 +33,12 @@ class PlannedRun:
     recipe: Recipe
     run_dir: Path
     results_path: Path
+    smoke: bool = False
+
+    @property
+    def name(self) -> str:
+        """``<recipe id> seed <seed>``: how logs and reports name the run."""
+        return f"{self.recipe.id} seed {self.recipe.training.seed}"
 
 
 @dataclass
@@ -83,6 +90,7 @@ def plan_runs(
                     recipe=recipe,
                     run_dir=run_folder(runs_root, key, recipe.id, seed, smoke),
                     results_path=results_file(results_root, key, recipe.id, seed, smoke),
+                    smoke=smoke,
                 )
             )
     return plans
@@ -120,69 +128,99 @@ def is_finished(plan: PlannedRun) -> bool:
     return load_results(plan.results_path).recipe.sha256 == plan.recipe.content_hash()
 
 
-def reproduce_paper(
-    key: str,
-    *,
-    recipes_dir: Path,
-    runs_root: Path,
-    results_root: Path,
-    tables_root: Path,
-    smoke: bool = False,
-    seeds: Sequence[int] | None = None,
-    only: Sequence[str] = (),
-    data_root: Path | None = None,
-    device: str | None = None,
-    papers_dir: Path | None = None,
-    tolerances_path: Path | None = None,
-    progress: bool = True,
-    log: Callable[[str], None] = print,
-) -> ReproduceReport:
-    """Preflight, train every planned run (skipping finished ones), then build the paper's tables.
+@dataclass(frozen=True)
+class PaperRun:
+    """One paper's reproduction: which runs (``smoke``, ``seeds``, ``only``), where it reads and writes, and
+    how it trains (``data_root``, ``device``, ``progress``): the options of ``dml reproduce``, whichever runner
+    (this process: ``reproduce``; jobs: ``dml_core.launch.launch_paper``) trains the runs."""
+
+    key: str
+    recipes_dir: Path
+    runs_root: Path
+    results_root: Path
+    tables_root: Path
+    smoke: bool = False
+    seeds: Sequence[int] | None = None
+    only: Sequence[str] = ()
+    data_root: Path | None = None
+    device: str | None = None
+    papers_dir: Path | None = None
+    tolerances_path: Path | None = None
+    progress: bool = True
+
+    def preflight(self) -> tuple[list[PlannedRun], Tolerances]:
+        """Plan every recipe x seed and check what they need before anything trains or is submitted.
+
+        Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
+        (read now: a bad file should not cost a night of training before the tables fail).
+        """
+        paths = paper_recipe_paths(self.recipes_dir, self.key, self.only)
+        plans = plan_runs(self.key, paths, self.seeds, self.smoke, self.runs_root, self.results_root)
+        problems = missing_inputs(plans, self.data_root)
+        if problems:
+            raise InputError(f"paper {self.key}: missing inputs: " + " | ".join(problems))
+        return plans, load_tolerances(self.tolerances_path)
+
+    def train(self, plan: PlannedRun) -> Path:
+        """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
+        from dml_core.training import train
+
+        return train(
+            plan.recipe,
+            plan.run_dir,
+            recipe_path=plan.recipe_path,
+            overrides=list(plan.overrides),
+            smoke=plan.smoke,
+            resume=True,
+            data_root=self.data_root,
+            device=self.device,
+            progress=self.progress,
+            results_path=plan.results_path,
+        )
+
+    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables:
+        """``tables/[smoke/]<key>.md`` from every results file of the paper there is."""
+        tables = build_paper_tables(
+            self.key,
+            results_root=self.results_root,
+            tables_root=self.tables_root,
+            recipes_dir=self.recipes_dir,
+            tolerances=tolerances,
+            smoke=self.smoke,
+            papers_dir=self.papers_dir,
+        )
+        log(f"tables: {tables.markdown_path}")
+        return tables
+
+
+def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceReport:
+    """Preflight, train every planned run in this process (skipping finished ones), then build the tables.
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing.
+    ``dml_core.launch.launch_paper`` is the same with each run submitted as a job.
     """
-    from dml_core.training import NonFiniteError, train
+    from dml_core.training import NonFiniteError
 
-    plans = plan_runs(key, paper_recipe_paths(recipes_dir, key, only), seeds, smoke, runs_root, results_root)
-    problems = missing_inputs(plans, data_root)
-    if problems:
-        raise InputError(f"paper {key}: missing inputs: " + " | ".join(problems))
-    tolerances = load_tolerances(tolerances_path)  # before training: a bad file should not cost a night
+    plans, tolerances = paper.preflight()
     report = ReproduceReport()
     for number, plan in enumerate(plans, start=1):
-        name = f"{plan.recipe.id} seed {plan.recipe.training.seed}"
         if is_finished(plan):
-            log(f"[{number}/{len(plans)}] {name}: finished earlier ({plan.results_path}), skipped")
-            report.skipped.append(name)
+            log(f"[{number}/{len(plans)}] {plan.name}: finished earlier ({plan.results_path}), skipped")
+            report.skipped.append(plan.name)
             continue
-        log(f"[{number}/{len(plans)}] {name}: training{' (smoke)' if smoke else ''} in {plan.run_dir}")
+        log(f"[{number}/{len(plans)}] {plan.name}: training{' (smoke)' if plan.smoke else ''} in {plan.run_dir}")
         try:
-            train(
-                plan.recipe,
-                plan.run_dir,
-                recipe_path=plan.recipe_path,
-                overrides=list(plan.overrides),
-                smoke=smoke,
-                resume=True,
-                data_root=data_root,
-                device=device,
-                progress=progress,
-                results_path=plan.results_path,
-            )
+            paper.train(plan)
         except NonFiniteError as error:
-            log(f"[{number}/{len(plans)}] {name}: FAILED: {error}")
-            report.failed[name] = str(error)
+            log(f"[{number}/{len(plans)}] {plan.name}: FAILED: {error}")
+            report.failed[plan.name] = str(error)
             continue
-        report.trained.append(name)
-    report.tables = build_paper_tables(
-        key,
-        results_root=results_root,
-        tables_root=tables_root,
-        recipes_dir=recipes_dir,
-        tolerances=tolerances,
-        smoke=smoke,
-        papers_dir=papers_dir,
-    )
-    log(f"tables: {report.tables.markdown_path}")
+        report.trained.append(plan.name)
+    report.tables = paper.build_tables(tolerances, log)
     return report
+
+
+def reproduce_paper(key: str, *, log: Callable[[str], None] = print, **options: Any) -> ReproduceReport:
+    """``reproduce(PaperRun(key, **options), log)``: ``options`` are ``PaperRun``'s fields."""
+    return reproduce(PaperRun(key, **options), log)

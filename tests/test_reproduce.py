@@ -7,7 +7,7 @@ import pytest
 from dml_core.cli import main
 from dml_core.errors import InputError
 from dml_core.reproduce import missing_inputs, paper_recipe_paths, plan_runs, reproduce_paper
-from tests.tables.synthetic import PAPER_KEY, write_papers_dir, write_recipe
+from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
 def _plans(tmp_path, seeds=None, smoke=False, only=()):
@@ -61,16 +61,6 @@ def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch
             results_root=tmp_path / "results", tables_root=tmp_path / "tables", data_root=tmp_path / "data",
         )  # fmt: skip
     assert not (tmp_path / "runs").exists()
-
-
-TINY_SMOKE = {
-    "data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}},
-    "model": {"backbone": "bn_inception", "weights": "pretrained", "embedding_dim": 16},
-    "training": {"iterations": 1000, "eval_every": 500, "eval_batch_size": 256},
-    "evaluation": {"kmeans_iterations": 5},
-    "smoke": {"iterations": 4, "eval_every": 2, "image_size": 32, "resize": 40,
-              "sampler_params": {"classes_per_batch": 4, "images_per_class": 2}},
-}  # fmt: skip
 
 
 @pytest.mark.slow

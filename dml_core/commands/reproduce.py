@@ -1,12 +1,20 @@
-"""``dml reproduce KEY``: train every recipe of a paper (resumable), write results, build its tables."""
+"""``dml reproduce KEY``: train every recipe of a paper (resumable), write results, build its tables.
+
+``--launcher local|slurm`` submits each run as a job instead of training here (``dml_core.launch``)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.published import PAPER_KEYS
+
+if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
+    from dml_core.launch import LaunchReport
+    from dml_core.reproduce import PaperRun
 
 
 def add_parser(subparsers) -> None:
@@ -31,13 +39,75 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--papers-dir", type=Path, help="published tables root (default: the repository's papers/)")
     parser.add_argument("--tolerances", type=Path, help="tolerances file (default: reproduce/tolerances.yaml)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_launcher_arguments(parser)
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from dml_core.reproduce import reproduce_paper
+# Flags that only mean something when jobs are submitted, and those only Slurm reads (argparse dest names).
+_JOB_FLAGS = ("wait", "gpus_per_job", "timeout_min", "cpus_per_task", "mem_gb", "job_folder")
+_SLURM_FLAGS = ("partition", "account", "qos", "slurm_params")
 
-    report = reproduce_paper(
+
+def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "jobs (--launcher local or slurm)",
+        "Submit every unfinished run as a job through submitit instead of training here. Slurm jobs write "
+        "where this command would (runs/, results/, tables/): those folders and the repository must be on a "
+        "file system the nodes share.",
+    )
+    group.add_argument(
+        "--launcher",
+        choices=("inline", "local", "slurm"),
+        default="inline",
+        help="inline: train here, one run after the other (default); local: every run as a subprocess job of "
+        "this machine (tests); slurm: every run as a Slurm job (one job array)",
+    )
+    group.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="wait for the jobs, report each, build the tables (default); --no-wait: print the job ids and return "
+        "(re-run the command once they end: finished runs are skipped and the tables built)",
+    )
+    group.add_argument(
+        "--gpus-per-job",
+        type=int,
+        help="GPUs per run (default 1); Slurm starts one task per GPU, as torch.distributed ranks",
+    )
+    group.add_argument("--timeout-min", type=int, help="time limit per job in minutes (default 1440; requeued)")
+    group.add_argument("--cpus-per-task", type=int, help="CPU cores per task (data loading workers)")
+    group.add_argument("--mem-gb", type=float, help="memory per node in GB")
+    group.add_argument("--job-folder", type=Path, help="job pickles and logs (default: RUNS/[smoke/]submitit/KEY)")
+    group.add_argument("--partition", help="Slurm partition")
+    group.add_argument("--account", help="Slurm account")
+    group.add_argument("--qos", help="Slurm quality of service")
+    group.add_argument(
+        "--slurm-param",
+        dest="slurm_params",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any other sbatch option, e.g. --slurm-param constraint=a100 (repeatable)",
+    )
+
+
+def _check_launcher_flags(args: argparse.Namespace) -> None:
+    """Refuse job flags the chosen launcher would silently ignore."""
+    ignored = [name for name in _JOB_FLAGS + _SLURM_FLAGS if getattr(args, name) is not None]
+    if args.launcher == "local":
+        ignored = [name for name in ignored if name in _SLURM_FLAGS]
+    elif args.launcher == "slurm":
+        ignored = []
+    if ignored:
+        flags = ", ".join("--" + ("slurm-param" if n == "slurm_params" else n.replace("_", "-")) for n in ignored)
+        needed = "slurm" if args.launcher == "local" else "local or slurm"
+        raise InputError(f"{flags}: only with --launcher {needed} (found --launcher {args.launcher})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dml_core.reproduce import PaperRun, reproduce
+
+    _check_launcher_flags(args)
+    paper = PaperRun(
         args.paper,
         recipes_dir=args.recipes,
         runs_root=args.runs or runs_root(),
@@ -52,6 +122,20 @@ def run(args: argparse.Namespace) -> int:
         tolerances_path=args.tolerances,
         progress=not args.no_progress,
     )
+    if args.launcher == "inline":
+        report = reproduce(paper)
+    else:
+        report = _launch(args, paper)
+        if report.tables is None:  # --no-wait, jobs submitted
+            print(
+                f"{args.paper}: {len(report.jobs)} jobs submitted, {len(report.skipped)} skipped (finished); logs "
+                f"under {report.job_folder}. Once they have ended, run this command again (finished runs are "
+                f"skipped, the tables built) or `dml tables --paper {args.paper}{' --smoke' if args.smoke else ''}`; "
+                "not before: it would submit the unfinished runs a second time."
+            )
+            for name, job in report.jobs.items():
+                print(f"  {name}: job {job.job_id}")
+            return 0
     print(
         f"{args.paper}: {len(report.trained)} trained, {len(report.skipped)} skipped (finished), "
         f"{len(report.failed)} failed"
@@ -59,3 +143,20 @@ def run(args: argparse.Namespace) -> int:
     for name, reason in report.failed.items():
         print(f"  FAILED {name}: {reason}")
     return 1 if report.failed else 0
+
+
+def _launch(args: argparse.Namespace, paper: PaperRun) -> LaunchReport:
+    from dml_core.launch import DEFAULT_TIMEOUT_MIN, JobResources, launch_paper, parse_slurm_params
+
+    resources = JobResources(
+        gpus_per_job=args.gpus_per_job or 1,
+        timeout_min=args.timeout_min or DEFAULT_TIMEOUT_MIN,
+        cpus_per_task=args.cpus_per_task,
+        mem_gb=args.mem_gb,
+        partition=args.partition,
+        account=args.account,
+        qos=args.qos,
+        slurm_params=parse_slurm_params(args.slurm_params or []),
+    )
+    wait = True if args.wait is None else args.wait
+    return launch_paper(paper, launcher=args.launcher, resources=resources, wait=wait, job_folder=args.job_folder)

@@ -52,6 +52,17 @@ RECIPE = {
 }
 
 
+# Recipe fields (for write_recipe) whose smoke version trains in a few seconds on the CPU: tiny images, 4 steps.
+TINY_SMOKE = {
+    "data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}},
+    "model": {"backbone": "bn_inception", "weights": "pretrained", "embedding_dim": 16},
+    "training": {"iterations": 1000, "eval_every": 500, "eval_batch_size": 256},
+    "evaluation": {"kmeans_iterations": 5},
+    "smoke": {"iterations": 4, "eval_every": 2, "image_size": 32, "resize": 40,
+              "sampler_params": {"classes_per_batch": 4, "images_per_class": 2}},
+}  # fmt: skip
+
+
 def write_papers_dir(root: Path, published: dict = PUBLISHED) -> Path:
     """``<root>/papers/<key>/published.yaml``; returns the papers folder."""
     folder = root / "papers" / PAPER_KEY

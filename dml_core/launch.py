@@ -1,0 +1,239 @@
+"""Fan a paper's runs out as jobs: ``dml reproduce KEY --launcher slurm`` (or ``local``), through submitit.
+
+The plan, the preflight and the skipping of finished runs are ``dml_core.reproduce``'s; each unfinished
+recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``). Job pickles and logs go to
+``<runs>/[smoke/]submitit/<key>/<job id>/``. With ``wait`` this process waits for every job, reports each
+outcome (a failed job: its error and log file; the others still run) and builds the tables as the inline
+runner does. Without it, it returns once the jobs are submitted; re-running the same command after they end
+skips the finished runs and builds the tables (``dml tables --paper KEY`` builds them too).
+
+Launchers: ``slurm`` (sbatch, through submitit's SlurmExecutor: run it where ``srun`` is, with the repository,
+the runs folder and the results folder on a file system every node sees) and ``local`` (submitit's
+LocalExecutor: every job at once as a subprocess of this machine; it is how the tests exercise the fan-out —
+on one machine ``--launcher inline`` trains the runs one after the other instead).
+
+Time limits and preemption: on Slurm's warning signal submitit calls ``TrainJob.checkpoint``, which resubmits
+the same call (requeue, at most 3 time-outs); ``train(resume=True)`` continues from the run's last checkpoint.
+
+Several GPUs per job (``gpus_per_job=N``): Slurm gives the job N GPUs and N tasks on one node; each task exports
+the torch.distributed variables the trainer reads (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), with
+every GPU of the node visible and LOCAL_RANK choosing one, as under torchrun. Local jobs run one task.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import submitit
+from submitit.core.utils import FailedJobError
+
+import dml_core
+from dml_core.data.index import index_path
+from dml_core.data.registry import get_spec
+from dml_core.errors import InputError
+from dml_core.output_paths import jobs_folder
+from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
+from dml_core.training.builders import data_root as resolve_data_root
+
+# What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
+JOB_LAUNCHERS = ("local", "slurm")
+DEFAULT_TIMEOUT_MIN = 24 * 60
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What each job asks for. ``partition``, ``account``, ``qos`` and ``slurm_params`` are Slurm's only."""
+
+    gpus_per_job: int = 1
+    timeout_min: int = DEFAULT_TIMEOUT_MIN
+    cpus_per_task: int | None = None
+    mem_gb: float | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    slurm_params: Mapping[str, str | bool] = field(default_factory=dict)
+
+
+@dataclass
+class LaunchReport(ReproduceReport):
+    """``ReproduceReport`` plus the submitted jobs (run name -> submitit job) and their log folder."""
+
+    jobs: dict[str, submitit.Job] = field(default_factory=dict)
+    job_folder: Path | None = None
+
+
+def parse_slurm_params(items: Sequence[str]) -> dict[str, str | bool]:
+    """``KEY=VALUE`` (or a bare ``KEY`` for a flag) -> extra sbatch options, written as ``#SBATCH --KEY=VALUE``.
+
+    >>> parse_slurm_params(["constraint=a100", "exclusive", "mail-type=END"])
+    {'constraint': 'a100', 'exclusive': True, 'mail-type': 'END'}
+    """
+    params: dict[str, str | bool] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not key or key.startswith("-"):
+            raise InputError(f"--slurm-param: expected KEY=VALUE (an sbatch option without --), found {item!r}")
+        params[key] = value if sep else True
+    return params
+
+
+def executor_parameters(launcher: str, resources: JobResources, job_name: str) -> dict:
+    """``submitit.AutoExecutor.update_parameters`` arguments for one job of ``resources``.
+
+    >>> params = executor_parameters("slurm", JobResources(gpus_per_job=4, partition="gpu"), "dml-anml")
+    >>> params["gpus_per_node"], params["tasks_per_node"], params["slurm_partition"]
+    (4, 4, 'gpu')
+    >>> executor_parameters("local", JobResources(gpus_per_job=4), "dml-anml")["tasks_per_node"]
+    1
+    """
+    if resources.gpus_per_job < 1:
+        raise InputError(f"--gpus-per-job: expected 1 or more, found {resources.gpus_per_job}")
+    params: dict = {
+        "name": job_name,
+        "timeout_min": resources.timeout_min,
+        "nodes": 1,
+        "gpus_per_node": resources.gpus_per_job,
+        # One task per GPU on Slurm (each a torch.distributed rank); a local job is one process.
+        "tasks_per_node": resources.gpus_per_job if launcher == "slurm" else 1,
+        "cpus_per_task": resources.cpus_per_task,
+        "mem_gb": resources.mem_gb,
+    }
+    if launcher == "slurm":
+        params.update(
+            slurm_partition=resources.partition,
+            slurm_account=resources.account,
+            slurm_qos=resources.qos,
+            slurm_additional_parameters=dict(resources.slurm_params) or None,
+        )
+    return params
+
+
+def job_python() -> str:
+    """The command jobs start Python with: this interpreter, with the folder holding this ``dml_core`` first
+    on PYTHONPATH, so a job unpickles and runs the code that submitted it (installed or a plain checkout)."""
+    source_root = str(Path(dml_core.__file__).resolve().parents[1])
+    python_path = os.pathsep.join(filter(None, [source_root, os.environ.get("PYTHONPATH")]))
+    return shlex.join(["env", f"PYTHONPATH={python_path}", sys.executable])
+
+
+def make_executor(launcher: str, folder: Path, resources: JobResources, job_name: str) -> submitit.Executor:
+    """A submitit executor for ``launcher`` writing each job's files to ``<folder>/<job id>/``."""
+    if launcher not in JOB_LAUNCHERS:
+        raise InputError(f"--launcher: expected one of {', '.join(JOB_LAUNCHERS)} to submit jobs, found {launcher!r}")
+    python = job_python()
+    try:
+        executor = submitit.AutoExecutor(
+            folder=Path(folder).absolute() / "%j", cluster=launcher, slurm_python=python, local_python=python
+        )
+    except RuntimeError as error:  # SlurmExecutor refuses to start where there is no srun
+        raise InputError(f"--launcher {launcher}: {error} (run this on the cluster's login node)") from None
+    executor.update_parameters(**executor_parameters(launcher, resources, job_name))
+    return executor
+
+
+@dataclass(frozen=True)
+class TrainJob(submitit.helpers.Checkpointable):
+    """One job: train ``plan`` of ``paper``. Checkpointable: on a time-out or preemption submitit resubmits this
+    same call, which continues from the run's last checkpoint (``PaperRun.train`` trains with ``resume=True``)."""
+
+    paper: PaperRun
+    plan: PlannedRun
+
+    def __call__(self) -> str:
+        if submitit.JobEnvironment().num_tasks > 1:
+            # torchrun's convention, which the trainer expects: all of the node's GPUs visible, LOCAL_RANK picks.
+            submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+        return str(self.paper.train(self.plan))
+
+
+def job_error(error: Exception) -> str:
+    """One line for a job's error: the exception line of its traceback, else the first lines submitit wrote.
+
+    >>> trace = "Traceback (most recent call last):\\n  File x\\nValueError: bad"
+    >>> job_error(FailedJobError(f"Job failed with trace:\\n{'-' * 22}\\n{trace}\\n{'-' * 22}\\nsee logs"))
+    'ValueError: bad'
+    """
+    text = str(error)
+    if isinstance(error, FailedJobError):
+        parts = text.split("-" * 22)  # submitit puts the job's traceback between two such rules
+        lines = [line.strip() for line in (parts[1] if len(parts) >= 3 else text).splitlines() if line.strip()]
+        return lines[-1] if lines else type(error).__name__
+    return " ".join(line.strip() for line in text.splitlines()[:2])  # e.g. killed: no result, with its state
+
+
+def job_failure(job: submitit.Job, plan: PlannedRun) -> str | None:
+    """Why the ended ``job`` did not produce ``plan``'s results (its error and log file), or None if it did."""
+    error = job.exception()
+    if error is not None:
+        return f"{job_error(error)} (log: {job.paths.stderr})"
+    if not is_finished(plan):
+        return f"the job ended without writing {plan.results_path} (log: {job.paths.stderr})"
+    return None
+
+
+def prepare_generated_datasets(plans: Sequence[PlannedRun], data_root: Path | None) -> None:
+    """Create now, once, the datasets the runs would generate on first use (the smoke set): jobs sharing a
+    data root would otherwise race to write the same files and read each other's half-written ones."""
+    from dml_core.data.prepare import prepare
+
+    needed = dict.fromkeys((plan.recipe.data.dataset, resolve_data_root(plan.recipe, data_root)) for plan in plans)
+    for dataset, root in needed:
+        if get_spec(dataset).generated and not index_path(root / dataset).is_file():
+            prepare(dataset, root, progress=False)
+
+
+def launch_paper(
+    paper: PaperRun,
+    *,
+    launcher: str,
+    resources: JobResources | None = None,
+    wait: bool = True,
+    job_folder: Path | None = None,
+    poll_s: float = 1.0,
+    log: Callable[[str], None] = print,
+) -> LaunchReport:
+    """``reproduce(paper)`` with every unfinished run submitted as a job of ``launcher`` (``local``, ``slurm``).
+
+    The preflight (missing datasets and weights, the tolerances file) runs before anything is submitted.
+    ``wait``: wait for every job (checking every ``poll_s`` seconds), record each as trained or failed, then
+    build the tables. Otherwise return once submitted, with the jobs in ``report.jobs`` (the tables are built
+    only when there was nothing to submit).
+    """
+    plans, tolerances = paper.preflight()
+    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke))
+    todo = []
+    for plan in plans:
+        if is_finished(plan):
+            log(f"{plan.name}: finished earlier ({plan.results_path}), skipped")
+            report.skipped.append(plan.name)
+        else:
+            todo.append(plan)
+    plan_of_job: dict[str, PlannedRun] = {}
+    if todo:
+        job_name = f"dml-{paper.key}"
+        executor = make_executor(launcher, report.job_folder, resources or JobResources(), job_name)
+        prepare_generated_datasets(todo, paper.data_root)
+        with executor.batch():  # one submission (a job array on Slurm)
+            jobs = [executor.submit(TrainJob(paper, plan)) for plan in todo]
+        for plan, job in zip(todo, jobs, strict=True):
+            report.jobs[plan.name] = job
+            plan_of_job[job.job_id] = plan
+            log(f"{plan.name}: submitted as {launcher} job {job.job_id} (logs in {job.paths.folder})")
+        if not wait:
+            return report
+    for job in submitit.helpers.as_completed(list(report.jobs.values()), poll_frequency=poll_s):
+        plan = plan_of_job[job.job_id]
+        failure = job_failure(job, plan)
+        if failure is None:
+            log(f"{plan.name}: finished (job {job.job_id}): {plan.results_path}")
+            report.trained.append(plan.name)
+        else:
+            log(f"{plan.name}: FAILED (job {job.job_id}): {failure}")
+            report.failed[plan.name] = failure
+    report.tables = paper.build_tables(tolerances, log)
+    return report
