@@ -4,6 +4,9 @@ For one paper: list ``reproduce/<key>/*.yaml``, check that their datasets and we
 (saying how to prepare what is missing), train every recipe x seed (resumable: a run whose results file
 matches the recipe is skipped, an interrupted one continues from its checkpoint), then build the tables.
 ``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
+
+A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
+same results folder (``dml_core.linear.reproduce``); their smoke versions take seconds on the CPU.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from dml_core.linear.plan import linear_plan_paths
+from dml_core.linear.reproduce import missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import results_file, run_folder
 from dml_core.recipe import Recipe, load_recipe, smoke_version
@@ -44,18 +49,26 @@ class ReproduceReport:
     tables: PaperTables | None = None
 
 
-def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
-    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
-    paths = sorted((Path(recipes_dir) / key).glob("*.yaml"))
-    if not paths:
+def paper_plan_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[Path], list[Path]]:
+    """The deep recipes ``<recipes_dir>/<key>/*.yaml`` and linear plans ``<recipes_dir>/<key>/linear/*.yaml``,
+    sorted, restricted to the ids (file stems) in ``only`` when given."""
+    deep = sorted((Path(recipes_dir) / key).glob("*.yaml"))
+    linear = linear_plan_paths(recipes_dir, key)
+    if not deep and not linear:
         raise InputError(f"{Path(recipes_dir) / key}: no recipes (*.yaml) for paper {key!r}")
     if only:
-        unknown = sorted(set(only) - {path.stem for path in paths})
+        unknown = sorted(set(only) - {path.stem for path in deep + linear})
         if unknown:
-            known = ", ".join(path.stem for path in paths)
+            known = ", ".join(path.stem for path in deep + linear)
             raise InputError(f"--only: expected recipe ids of {key} ({known}), found {', '.join(unknown)}")
-        paths = [path for path in paths if path.stem in only]
-    return paths
+        deep = [path for path in deep if path.stem in only]
+        linear = [path for path in linear if path.stem in only]
+    return deep, linear
+
+
+def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
+    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
+    return paper_plan_paths(recipes_dir, key, only)[0]
 
 
 def plan_runs(
@@ -135,17 +148,22 @@ def reproduce_paper(
     papers_dir: Path | None = None,
     tolerances_path: Path | None = None,
     progress: bool = True,
+    linear_jobs: int = 1,
     log: Callable[[str], None] = print,
 ) -> ReproduceReport:
-    """Preflight, train every planned run (skipping finished ones), then build the paper's tables.
+    """Preflight, train every planned run (skipping finished ones), run the linear plans, build the tables.
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
-    dataset or weight file stops everything before any training, listing all that is missing.
+    dataset or weight file stops everything before any training, listing all that is missing. ``seeds``
+    applies to deep recipes; a linear plan pins its own base seed (its splits are its repetitions).
+    ``linear_jobs``: processes for the linear grid searches (the numbers do not depend on it).
     """
     from dml_core.training import NonFiniteError, train
 
-    plans = plan_runs(key, paper_recipe_paths(recipes_dir, key, only), seeds, smoke, runs_root, results_root)
-    problems = missing_inputs(plans, data_root)
+    deep_paths, linear_paths = paper_plan_paths(recipes_dir, key, only)
+    plans = plan_runs(key, deep_paths, seeds, smoke, runs_root, results_root)
+    linear_runs = plan_linear_runs(key, linear_paths, smoke, results_root)
+    problems = missing_inputs(plans, data_root) + missing_linear_inputs(linear_runs, data_root)
     if problems:
         raise InputError(f"paper {key}: missing inputs: " + " | ".join(problems))
     tolerances = load_tolerances(tolerances_path)  # before training: a bad file should not cost a night
@@ -175,6 +193,9 @@ def reproduce_paper(
             report.failed[name] = str(error)
             continue
         report.trained.append(name)
+    trained, skipped = reproduce_linear(linear_runs, data_root=data_root, jobs=linear_jobs, log=log)
+    report.trained += trained
+    report.skipped += skipped
     report.tables = build_paper_tables(
         key,
         results_root=results_root,
