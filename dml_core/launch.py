@@ -33,12 +33,9 @@ import submitit
 from submitit.core.utils import FailedJobError
 
 import dml_core
-from dml_core.data.index import index_path
-from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.output_paths import jobs_folder
 from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
-from dml_core.training.builders import data_root as resolve_data_root
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")
@@ -176,17 +173,6 @@ def job_failure(job: submitit.Job, plan: PlannedRun) -> str | None:
     return None
 
 
-def prepare_generated_datasets(plans: Sequence[PlannedRun], data_root: Path | None) -> None:
-    """Create now, once, the datasets the runs would generate on first use (the smoke set): jobs sharing a
-    data root would otherwise race to write the same files and read each other's half-written ones."""
-    from dml_core.data.prepare import prepare
-
-    needed = dict.fromkeys((plan.recipe.data.dataset, resolve_data_root(plan.recipe, data_root)) for plan in plans)
-    for dataset, root in needed:
-        if get_spec(dataset).generated and not index_path(root / dataset).is_file():
-            prepare(dataset, root, progress=False)
-
-
 def launch_paper(
     paper: PaperRun,
     *,
@@ -204,7 +190,10 @@ def launch_paper(
     build the tables. Otherwise return once submitted, with the jobs in ``report.jobs`` (the tables are built
     only when there was nothing to submit).
     """
-    plans, tolerances = paper.preflight()
+    plans, linear_runs, tolerances = paper.preflight()
+    if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
+        ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
+        log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
     report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke))
     todo = []
     for plan in plans:
@@ -217,7 +206,6 @@ def launch_paper(
     if todo:
         job_name = f"dml-{paper.key}"
         executor = make_executor(launcher, report.job_folder, resources or JobResources(), job_name)
-        prepare_generated_datasets(todo, paper.data_root)
         with executor.batch():  # one submission (a job array on Slurm)
             jobs = [executor.submit(TrainJob(paper, plan)) for plan in todo]
         for plan, job in zip(todo, jobs, strict=True):

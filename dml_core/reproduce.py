@@ -4,6 +4,9 @@ For one paper: list ``reproduce/<key>/*.yaml``, check that their datasets and we
 (saying how to prepare what is missing), train every recipe x seed (resumable: a run whose results file
 matches the recipe is skipped, an interrupted one continues from its checkpoint), then build the tables.
 ``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
+
+A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
+same results folder (``dml_core.linear.reproduce``); their smoke versions take seconds on the CPU.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from dml_core.linear.plan import linear_plan_paths
+from dml_core.linear.reproduce import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import results_file, run_folder
 from dml_core.recipe import Recipe, load_recipe, smoke_version
@@ -51,18 +56,26 @@ class ReproduceReport:
     tables: PaperTables | None = None
 
 
-def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
-    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
-    paths = sorted((Path(recipes_dir) / key).glob("*.yaml"))
-    if not paths:
+def paper_plan_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[Path], list[Path]]:
+    """The deep recipes ``<recipes_dir>/<key>/*.yaml`` and linear plans ``<recipes_dir>/<key>/linear/*.yaml``,
+    sorted, restricted to the ids (file stems) in ``only`` when given."""
+    deep = sorted((Path(recipes_dir) / key).glob("*.yaml"))
+    linear = linear_plan_paths(recipes_dir, key)
+    if not deep and not linear:
         raise InputError(f"{Path(recipes_dir) / key}: no recipes (*.yaml) for paper {key!r}")
     if only:
-        unknown = sorted(set(only) - {path.stem for path in paths})
+        unknown = sorted(set(only) - {path.stem for path in deep + linear})
         if unknown:
-            known = ", ".join(path.stem for path in paths)
+            known = ", ".join(path.stem for path in deep + linear)
             raise InputError(f"--only: expected recipe ids of {key} ({known}), found {', '.join(unknown)}")
-        paths = [path for path in paths if path.stem in only]
-    return paths
+        deep = [path for path in deep if path.stem in only]
+        linear = [path for path in linear if path.stem in only]
+    return deep, linear
+
+
+def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
+    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
+    return paper_plan_paths(recipes_dir, key, only)[0]
 
 
 def plan_runs(
@@ -147,19 +160,23 @@ class PaperRun:
     papers_dir: Path | None = None
     tolerances_path: Path | None = None
     progress: bool = True
+    linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
 
-    def preflight(self) -> tuple[list[PlannedRun], Tolerances]:
-        """Plan every recipe x seed and check what they need before anything trains or is submitted.
+    def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
+        """Plan every recipe x seed and every linear plan, and check what they need before anything trains
+        or is submitted. ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
+        are its repetitions).
 
         Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
         (read now: a bad file should not cost a night of training before the tables fail).
         """
-        paths = paper_recipe_paths(self.recipes_dir, self.key, self.only)
-        plans = plan_runs(self.key, paths, self.seeds, self.smoke, self.runs_root, self.results_root)
-        problems = missing_inputs(plans, self.data_root)
+        deep_paths, linear_paths = paper_plan_paths(self.recipes_dir, self.key, self.only)
+        plans = plan_runs(self.key, deep_paths, self.seeds, self.smoke, self.runs_root, self.results_root)
+        linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root)
+        problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
         if problems:
             raise InputError(f"paper {self.key}: missing inputs: " + " | ".join(problems))
-        return plans, load_tolerances(self.tolerances_path)
+        return plans, linear_runs, load_tolerances(self.tolerances_path)
 
     def train(self, plan: PlannedRun) -> Path:
         """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
@@ -194,7 +211,8 @@ class PaperRun:
 
 
 def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceReport:
-    """Preflight, train every planned run in this process (skipping finished ones), then build the tables.
+    """Preflight, train every planned run in this process (skipping finished ones), run the linear plans,
+    then build the tables.
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing.
@@ -202,7 +220,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     """
     from dml_core.training import NonFiniteError
 
-    plans, tolerances = paper.preflight()
+    plans, linear_runs, tolerances = paper.preflight()
     report = ReproduceReport()
     for number, plan in enumerate(plans, start=1):
         if is_finished(plan):
@@ -217,6 +235,9 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
             report.failed[plan.name] = str(error)
             continue
         report.trained.append(plan.name)
+    trained, skipped = reproduce_linear(linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log)
+    report.trained += trained
+    report.skipped += skipped
     report.tables = paper.build_tables(tolerances, log)
     return report
 

@@ -1,8 +1,14 @@
-"""The results file: one JSON per run (recipe x seed), with a versioned schema.
+"""The results file: one JSON per run, with a versioned schema, in two kinds.
 
-It says how every number was obtained: the recipe and its hash, the published rows it targets, git state,
-environment, weights, seed, every evaluation, the selection rule next to the selected numbers, the evaluation
-protocol and timing. ``load_results`` is the schema check the table builder uses.
+- ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
+  was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
+  every evaluation, the selection rule next to the selected numbers, the evaluation protocol and timing.
+- ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
+  protocol (``dml_core.linear.protocol``), one base seed: the protocol settings (splits, CV folds, the grid
+  and how it was thinned, the K rule, the solver), the plan and its hash, every split's accuracy, the mean
+  and std over splits, seconds, git state and environment.
+
+``load_results`` is the schema check the table builder uses; both kinds are strict (unknown fields rejected).
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
@@ -59,7 +65,10 @@ class TimingRecord(_Strict):
 
 
 class ResultsFile(_Strict):
+    """A deep run (recipe x seed)."""
+
     schema_version: Literal[1]
+    kind: Literal["deep"] = "deep"  # absent in files written before linear results existed
     status: Literal["complete"]
     created: str
     recipe: RecipeRecord
@@ -78,18 +87,139 @@ class ResultsFile(_Strict):
     selection: SelectionRecord
     timing: TimingRecord
 
+    @property
+    def run_id(self) -> str:
+        """The id the table builder groups seeds by: the recipe's."""
+        return self.recipe.id
+
+    def metric_samples(self, metric: str) -> list[float]:
+        """The run's measured values of ``metric``: its selected number (none when not evaluated)."""
+        return [self.selection.metrics[metric]] if metric in self.selection.metrics else []
+
+
+class LinearPlanRecord(_Strict):
+    """The pinned settings a linear run came from (``path`` None: an ad-hoc ``dml linear-table2`` run)."""
+
+    id: str
+    path: str | None
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # of the resolved settings of this method's run
+    overrides: list[str]
+
+
+class LinearProtocolRecord(_Strict):
+    """How anml's Table 2 numbers were obtained (section 7.1); see ``dml_core.linear.protocol``."""
+
+    name: Literal["anml-table2"]
+    splits: int = Field(ge=1)  # random stratified train/test splits; split s is seeded seed + s
+    seed: int
+    test_fraction: float = Field(gt=0, lt=1)
+    cv_folds: int = Field(ge=2)
+    max_k: int = Field(ge=1)
+    k_rule: Literal["test", "cv"]  # test: the best K on the test part (as the paper reports); cv: CV-chosen K
+    grid: dict[str, list[float]]  # the grid actually searched
+    grid_every: int = Field(ge=1)  # 1: every value of the paper's grid; N: every N-th value
+    paper_grid: bool  # grid == the paper's grid for this method
+    pca_dimensions: int | None
+    preprocessing: str
+    solver: dict[str, Any]
+    n_samples: int = Field(ge=1)
+    n_features: int = Field(ge=1)
+
+
+class LinearSplitRecord(_Strict):
+    split: int = Field(ge=0)
+    seed: int
+    hyper_parameters: dict[str, float]
+    cv_accuracy: float = Field(ge=0, le=1)
+    cv_k: int = Field(ge=1)
+    best_test_k: int = Field(ge=1)
+    test_accuracy_by_k: list[float] = Field(min_length=1)  # index K-1, in [0, 1]
+    accuracy: float = Field(ge=0, le=100)  # percent, under the protocol's k_rule
+    seconds: float = Field(ge=0)
+
+
+class LinearSummaryRecord(_Strict):
+    accuracy: float = Field(ge=0, le=100)  # percent, mean over splits
+    accuracy_std: float = Field(ge=0)  # percent, sample std (ddof=1) over splits; 0 for one split
+
+
+class LinearResultsFile(_Strict):
+    """One linear method on one data set under the Table 2 protocol, one base seed."""
+
+    schema_version: Literal[1]
+    kind: Literal["linear"]
+    status: Literal["complete"]
+    created: str
+    id: str  # the run id: the published Table 2 row it reproduces, e.g. lanml-plus-uci-iris
+    plan: LinearPlanRecord
+    paper: str
+    targets: list[TargetRecord] = Field(min_length=1)
+    dataset: str  # as published.yaml names it: uci:iris
+    method: str  # dml_core.linear.methods key: lanml_plus
+    method_name: str  # as Table 2 prints it: LANML+
+    seed: int
+    smoke: bool
+    git: dict[str, Any]
+    environment: dict[str, Any]
+    protocol: LinearProtocolRecord
+    splits: list[LinearSplitRecord] = Field(min_length=1)
+    summary: LinearSummaryRecord
+    seconds: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LinearResultsFile:
+        if len(self.splits) != self.protocol.splits:
+            raise ValueError(f"splits: expected {self.protocol.splits} (protocol.splits), found {len(self.splits)}")
+        mean = sum(s.accuracy for s in self.splits) / len(self.splits)
+        if abs(mean - self.summary.accuracy) > 1e-6:
+            raise ValueError(
+                f"summary.accuracy: expected the mean of the splits' accuracies {mean:.6f}, "
+                f"found {self.summary.accuracy}"
+            )
+        return self
+
+    @property
+    def run_id(self) -> str:
+        return self.id
+
+    def metric_samples(self, metric: str) -> list[float]:
+        """Per-split accuracies (percent) for ``accuracy``: the table pools them into mean ± std over splits."""
+        return [s.accuracy for s in self.splits] if metric == "accuracy" else []
+
+
+AnyResults = ResultsFile | LinearResultsFile
+RESULT_KINDS: dict[str, type[ResultsFile] | type[LinearResultsFile]] = {
+    "deep": ResultsFile,
+    "linear": LinearResultsFile,
+}
+
 
 def _problems(error: ValidationError) -> str:
+    """Each problem as ``field <dotted path>: <what was expected> (found <value>)``."""
+
+    def found(item: dict) -> str:
+        # A missing field has no value of its own (pydantic reports the enclosing object): say nothing.
+        return "" if item["type"] == "missing" or not item["loc"] else f" (found {item['input']!r:.80})"
+
     return "; ".join(
-        f"field {'.'.join(str(p) for p in item['loc']) or '(top level)'}: {item['msg']}" for item in error.errors()
+        f"field {'.'.join(str(p) for p in item['loc']) or '(top level)'}: {item['msg']}{found(item)}"
+        for item in error.errors()
     )
 
 
-def validate_results(payload: dict, origin: str) -> ResultsFile:
+def validate_results(payload: dict, origin: str) -> AnyResults:
+    """The payload as its kind's model (no ``kind``: deep); an ``InputError`` naming file and fields if invalid."""
+    kind = payload.get("kind", "deep")
+    model = RESULT_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        expected = " or ".join(repr(name) for name in RESULT_KINDS)
+        raise InputError(f"{origin}: field kind: expected {expected} (absent: 'deep'), found {kind!r}")
     try:
-        return ResultsFile.model_validate(payload)
+        return model.model_validate(payload)
     except ValidationError as error:
-        raise InputError(f"{origin}: not a valid results file (schema {SCHEMA_VERSION}): {_problems(error)}") from None
+        raise InputError(
+            f"{origin}: not a valid {kind} results file (schema {SCHEMA_VERSION}): {_problems(error)}"
+        ) from None
 
 
 def write_results(path: str | Path, payload: dict) -> Path:
@@ -98,7 +228,7 @@ def write_results(path: str | Path, payload: dict) -> Path:
     return atomic_write_json(path, payload)
 
 
-def load_results(path: str | Path) -> ResultsFile:
+def load_results(path: str | Path) -> AnyResults:
     path = Path(path)
     payload = read_json_object(path, "results file")
     version = payload.get("schema_version")

@@ -1,11 +1,13 @@
-"""Results files: schema check with file/field errors, atomic write, selection rules."""
+"""Results files: schema check with file/field errors, atomic write, selection rules; the linear kind (anml
+Table 2) is as strict, and deep files (no ``kind``) load exactly as before."""
 
 import json
 
 import pytest
 
 from dml_core.errors import InputError
-from dml_core.results import load_results, select, write_results
+from dml_core.results import LinearResultsFile, ResultsFile, load_results, select, write_results
+from tests.tables.synthetic import linear_payload
 
 
 def _payload():
@@ -56,6 +58,16 @@ def test_round_trip(tmp_path):
     assert not list(path.parent.glob(".*tmp"))
 
 
+def _refused(tmp_path, payload: dict, mutate, message: str) -> None:
+    """Write ``payload`` changed by ``mutate``; loading it must fail naming the file and ``message``."""
+    mutate(payload)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(payload))
+    with pytest.raises(InputError) as error:
+        load_results(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -67,13 +79,7 @@ def test_round_trip(tmp_path):
     ],
 )
 def test_schema_errors_name_file_and_field(tmp_path, mutate, message):
-    payload = _payload()
-    mutate(payload)
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(payload))
-    with pytest.raises(InputError) as error:
-        load_results(path)
-    assert str(path) in str(error.value) and message in str(error.value)
+    _refused(tmp_path, _payload(), mutate, message)
 
 
 def test_write_refuses_an_invalid_payload_and_leaves_no_file(tmp_path):
@@ -82,3 +88,40 @@ def test_write_refuses_an_invalid_payload_and_leaves_no_file(tmp_path):
     with pytest.raises(InputError):
         write_results(tmp_path / "results.json", payload)
     assert not (tmp_path / "results.json").exists()
+
+
+def test_a_deep_file_without_kind_is_deep_and_kind_deep_is_accepted(tmp_path):
+    loaded = load_results(write_results(tmp_path / "a.json", _payload()))
+    assert isinstance(loaded, ResultsFile) and loaded.kind == "deep" and loaded.run_id == "r"
+    assert loaded.metric_samples("R@1") == [55.0] and loaded.metric_samples("R@4") == []
+    explicit = load_results(write_results(tmp_path / "b.json", {**_payload(), "kind": "deep"}))
+    assert explicit == loaded
+
+
+def test_a_linear_file_round_trips_with_its_per_split_accuracies(tmp_path):
+    loaded = load_results(write_results(tmp_path / "linear.json", linear_payload((96.0, 100.0, 98.0))))
+    assert isinstance(loaded, LinearResultsFile)
+    assert (loaded.run_id, loaded.protocol.k_rule, loaded.protocol.grid_every) == ("lanml-plus-uci-iris", "test", 5)
+    assert loaded.metric_samples("accuracy") == [96.0, 100.0, 98.0]
+    assert loaded.summary.accuracy == 98.0 and loaded.summary.accuracy_std == 2.0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p.update(kind="svm"), "field kind: expected 'deep' or 'linear' (absent: 'deep'), found 'svm'"),
+        (lambda p: p["protocol"].update(k_rule="best"),
+         "field protocol.k_rule: Input should be 'test' or 'cv' (found 'best')"),
+        (lambda p: p["protocol"].pop("grid_every"), "field protocol.grid_every: Field required"),
+        (lambda p: p["protocol"].update(grid_every=0),
+         "field protocol.grid_every: Input should be greater than or equal to 1 (found 0)"),
+        (lambda p: p["splits"][0].update(accuracy=0.96),
+         "summary.accuracy: expected the mean of the splits' accuracies 66.32"),
+        (lambda p: p["protocol"].update(splits=30), "splits: expected 30 (protocol.splits), found 3"),
+        (lambda p: p.update(targets=[]), "field targets: List should have at least 1 item"),
+        (lambda p: p.update(timing={}), "field timing: Extra inputs are not permitted"),
+        (lambda p: p.pop("kind"), "not a valid deep results file"),  # without kind it is read as deep, and fails
+    ],
+)  # fmt: skip
+def test_a_malformed_linear_file_is_refused_naming_file_field_expected_and_found(tmp_path, mutate, message):
+    _refused(tmp_path, linear_payload((96.0, 100.0, 98.0)), mutate, message)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.linear.methods import METHODS, PAPER_GRIDS
+from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
+from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
 from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
+from dml_core.linear.reproduce import linear_runs, write_run_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
+
+# The plan id recorded in results files this command writes (they come from no pinned plan file).
+AD_HOC_PLAN_ID = "dml-linear-table2"
 
 
 def add_parser(subparsers) -> None:
@@ -44,7 +49,34 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--root", type=Path, help="data root that prepare_uci wrote (not needed for Iris, Wine)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes for the grid search (same result)")
     parser.add_argument("--out", type=Path, help="folder for one JSON result per method")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="ROOT",
+        help="also write a results file per Table 2 method into ROOT/anml/<row>-seed<seed>.json (the layout "
+        "`dml tables anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
+    )
     parser.set_defaults(run=run)
+
+
+def _results_run(args: argparse.Namespace, method: str):
+    """The run record under which ``method``'s result is written to ``--results`` (its settings and path)."""
+    plan = LinearPlan(
+        id=AD_HOC_PLAN_ID,
+        paper="anml",
+        dataset=args.dataset,
+        methods=[method],
+        splits=args.splits,
+        seed=args.seed,
+        k_rule=args.k_rule,
+        grid_every=args.grid_every,
+        max_iterations=args.max_iterations,
+    )
+    overrides = [
+        f"splits={args.splits}", f"seed={args.seed}", f"k_rule={args.k_rule}",
+        f"grid_every={args.grid_every}", f"max_iterations={args.max_iterations}",
+    ]  # fmt: skip
+    return linear_runs("anml", plan, smoke=False, results_root=args.results, overrides=overrides)[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,4 +100,8 @@ def run(args: argparse.Namespace) -> int:
             f"k_rule={result.k_rule}\tsplits={len(result.splits)}\t{result.seconds:.1f} s",
             flush=True,
         )
+        if args.results and method in TABLE2_ROW_SLUGS:
+            print(f"results file: {write_run_results(_results_run(args, method), result)}", flush=True)
+        elif args.results:
+            print(f"{DISPLAY_NAMES[method]}: no Table 2 row, so no results file", flush=True)
     return 0

@@ -23,7 +23,9 @@ def add_parser(subparsers) -> None:
         help="run every recipe of a paper (finished runs skipped), then build tables/<paper>.md",
         description="Check that the datasets and weight files of reproduce/KEY/*.yaml are here, train each "
         "recipe x seed (interrupted runs resume, finished ones are skipped), write results/KEY/<id>-seed<N>.json "
-        "and build tables/KEY.md. --smoke: the same recipes shrunk to the embedded dataset on the CPU "
+        "and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml Table 2) run after the recipes, "
+        "into the same results folder (--only takes their ids too; --seeds applies to recipes only). --smoke: the "
+        "same recipes shrunk to the embedded dataset on the CPU, the linear plans to 2 splits and a one-point grid "
         "(results/smoke/, tables/smoke/; not comparable with the paper).",
     )
     parser.add_argument("paper", choices=PAPER_KEYS)
@@ -39,6 +41,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--papers-dir", type=Path, help="published tables root (default: the repository's papers/)")
     parser.add_argument("--tolerances", type=Path, help="tolerances file (default: reproduce/tolerances.yaml)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--linear-jobs",
+        type=int,
+        default=1,
+        help="processes for the grid searches of the linear plans (reproduce/KEY/linear/, anml Table 2); "
+        "the numbers do not depend on it",
+    )
     _add_launcher_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -121,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         papers_dir=args.papers_dir,
         tolerances_path=args.tolerances,
         progress=not args.no_progress,
+        linear_jobs=args.linear_jobs,
     )
     if args.launcher == "inline":
         report = reproduce(paper)

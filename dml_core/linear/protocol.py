@@ -42,6 +42,7 @@ from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import get_uci_dataset, load_uci
 
 K_RULES = ("test", "cv")
+PAPER_SPLITS = 30
 PCA_DIMENSIONS = 150
 TEST_FRACTION = 0.3
 N_FOLDS = 5
@@ -199,7 +200,7 @@ def run_protocol_on_arrays(
     method: str,
     *,
     dataset: str = "arrays",
-    n_splits: int = 30,
+    n_splits: int = PAPER_SPLITS,
     seed: int = 0,
     grid: Grid | None = None,
     k_rule: str = "test",

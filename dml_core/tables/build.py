@@ -13,7 +13,8 @@ from dml_core.atomic_io import atomic_write_text
 from dml_core.output_paths import results_folder, tables_markdown
 from dml_core.published import load_published
 from dml_core.tables import markdown, plots
-from dml_core.tables.join import join, load_results_folder, planned_targets, timing_frame
+from dml_core.results import ResultsFile
+from dml_core.tables.join import join, load_results_folder, planned_linear_targets, planned_targets, timing_frame
 from dml_core.tables.tolerances import Tolerances
 
 
@@ -42,7 +43,8 @@ def build_paper_tables(
     paper = load_published(key, papers_dir)
     loaded = load_results_folder(results_folder(results_root, key, smoke), smoke)
     planned = planned_targets(recipes_dir, key)
-    frame = join(paper, loaded, tolerances, planned)
+    planned_linear = planned_linear_targets(recipes_dir, key)
+    frame = join(paper, loaded, tolerances, {**planned, **planned_linear})
     timing = timing_frame(paper, loaded, planned)
     path = tables_markdown(tables_root, key, smoke)
     plot_dir = path.with_suffix("")
@@ -50,10 +52,11 @@ def build_paper_tables(
     if draw_plots:
         runs = defaultdict(list)
         for item in loaded:
-            runs[item.results.recipe.id].append(item.results)
+            if isinstance(item.results, ResultsFile):  # linear runs have no training curve
+                runs[item.results.recipe.id].append(item.results)
         recall = plots.recall_plots(frame, plot_dir, smoke)
         curves = plots.curve_plots(runs, plot_dir, smoke)
-    targeted = set(planned) | {(t.table, t.row) for item in loaded for t in item.results.targets}
+    targeted = set(planned) | set(planned_linear) | {(t.table, t.row) for item in loaded for t in item.results.targets}
     unplanned = sum(1 for table in paper.tables for row in table.rows if (table.id, row.id) not in targeted)
     text = markdown.render(
         paper,

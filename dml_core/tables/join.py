@@ -2,7 +2,13 @@
 
 Each results file names the published rows it reproduces (``targets``, copied from its recipe). Runs of the same
 recipe with different seeds are pooled into mean and standard deviation. Rows a recipe under ``reproduce/<key>/``
-targets but no results file covers yet are kept, marked "not run", so a table shows what is still missing.
+(or a linear plan under ``reproduce/<key>/linear/``) targets but no results file covers yet are kept, marked
+"not run", so a table shows what is still missing.
+
+Linear results files (anml Table 2) contribute one value per split, so their line shows mean ± sample std over
+splits, as the paper prints it; the published ``<metric>_std`` of such a row is the ± of the published line
+(``published_std``), not a line of its own: a spread is shown, never gated. The ``note`` column says how a
+linear number was obtained (splits, CV folds, K rule, and whether the grid is the paper's or a thinned one).
 """
 
 from __future__ import annotations
@@ -18,9 +24,14 @@ import pandas as pd
 
 from dml_core.errors import InputError
 from dml_core.published import PublishedPaper, PublishedRow, find_row
+from dml_core.linear.plan import TABLE2_ID, linear_plan_paths, load_linear_plan, table2_row_id
+from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.recipe import load_recipe
-from dml_core.results import ResultsFile, load_results
+from dml_core.results import AnyResults, LinearResultsFile, ResultsFile, load_results
 from dml_core.tables.tolerances import Tolerances
+
+# A published ``<metric>_std`` beside ``<metric>`` is the ± of that metric's line (anml Table 2).
+SPREAD_SUFFIX = "_std"
 
 # Published metrics that describe training cost, not retrieval quality: shown in the training-time table.
 TIMING_METRICS = frozenset({"iterations_per_second", "training_hours"})
@@ -29,7 +40,7 @@ WITHIN, BELOW, ABOVE, NOT_RUN, NOT_EVALUATED = "within tolerance", "below", "abo
 
 COLUMNS = (
     "table", "row", "method", "dataset", "recipe", "seeds", "metric",
-    "published", "reproduced", "std", "delta", "tolerance", "status",
+    "published", "reproduced", "std", "delta", "tolerance", "status", "published_std", "note",
 )  # fmt: skip
 
 
@@ -44,7 +55,7 @@ class LoadedResults:
     """A validated results file and where it was read from (for error messages)."""
 
     path: Path
-    results: ResultsFile
+    results: AnyResults
 
 
 def status_of(published: float, reproduced: float | None, tolerance: float) -> str:
@@ -77,7 +88,7 @@ def load_results_folder(folder: str | Path, smoke: bool) -> list[LoadedResults]:
             )
     seen: dict[tuple[str, int], Path] = {}
     for item in loaded:
-        key = (item.results.recipe.id, item.results.seed)
+        key = (item.results.run_id, item.results.seed)
         if key in seen:
             raise InputError(
                 f"{item.path}: recipe {key[0]} seed {key[1]} is also in {seen[key]}; keep one results file per run"
@@ -96,6 +107,18 @@ def planned_targets(recipes_dir: str | Path, key: str) -> dict[tuple[str, str], 
     return dict(planned)
 
 
+def planned_linear_targets(recipes_dir: str | Path, key: str) -> dict[tuple[str, str], list[str]]:
+    """``(table2, row) -> [row]`` for every method of every plan under ``<recipes_dir>/<key>/linear/``: a
+    linear run's id is the id of the Table 2 row it reproduces."""
+    planned: dict[tuple[str, str], list[str]] = {}
+    for path in linear_plan_paths(recipes_dir, key):
+        plan = load_linear_plan(path)
+        for method in plan.methods:
+            row = table2_row_id(method, plan.dataset)
+            planned[(TABLE2_ID, row)] = [row]
+    return planned
+
+
 def runs_by_target(
     paper: PublishedPaper, loaded: Iterable[LoadedResults]
 ) -> dict[tuple[str, str, str], list[ResultsFile]]:
@@ -110,7 +133,7 @@ def runs_by_target(
                 find_row(paper, target.table, target.row)
             except InputError as error:
                 raise InputError(f"{item.path}: field targets: {error}") from None
-            runs[(target.table, target.row, results.recipe.id)].append(results)
+            runs[(target.table, target.row, results.run_id)].append(results)
     return dict(runs)
 
 
@@ -124,21 +147,38 @@ def pooled(values: list[float]) -> tuple[float, float]:
     return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else math.nan
 
 
+def is_spread_metric(metric: str, metrics: Iterable[str]) -> bool:
+    """``accuracy_std`` beside ``accuracy`` is the ± of the accuracy line, not a line of its own.
+
+    >>> is_spread_metric("accuracy_std", ["accuracy", "accuracy_std"]), is_spread_metric("accuracy", ["accuracy"])
+    (True, False)
+    """
+    return metric.endswith(SPREAD_SUFFIX) and metric.removesuffix(SPREAD_SUFFIX) in set(metrics)
+
+
+def linear_note(runs: Iterable[AnyResults]) -> str:
+    """How the linear runs of a line were obtained (distinct descriptions, ``; ``-joined); "" for deep runs."""
+    return "; ".join(sorted({describe_linear_protocol(r.protocol) for r in runs if isinstance(r, LinearResultsFile)}))
+
+
 def _lines_for(
-    table_id: str, row: PublishedRow, recipe: str | None, runs: list[ResultsFile], tolerances: Tolerances
+    table_id: str, row: PublishedRow, recipe: str | None, runs: list[AnyResults], tolerances: Tolerances
 ) -> list[dict]:
     seeds = ",".join(str(seed) for seed in sorted(r.seed for r in runs)) if runs else ""
+    note = linear_note(runs)
     lines = []
     for metric, published in row.metrics.items():
-        if metric in TIMING_METRICS:
+        if metric in TIMING_METRICS or is_spread_metric(metric, row.metrics):
             continue
-        values = [r.selection.metrics[metric] for r in runs if metric in r.selection.metrics]
+        # One value per deep run (its selected number), one per split for a linear run.
+        samples = [r.metric_samples(metric) for r in runs]
+        values = [value for run_values in samples for value in run_values]
         tolerance = tolerances.for_metric(metric)
         mean, std = pooled(values) if values else (math.nan, math.nan)
         status = status_of(published, mean, tolerance)
         if runs and not values:
             status = NOT_EVALUATED
-        elif runs and len(values) < len(runs):
+        elif runs and not all(samples):
             raise InputError(f"recipe {recipe}: metric {metric} is in some seeds' results but not in others")
         lines.append(
             {
@@ -155,6 +195,8 @@ def _lines_for(
                 "delta": mean - published,
                 "tolerance": tolerance,
                 "status": status,
+                "published_std": row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
+                "note": note,
             }
         )
     return lines
@@ -204,6 +246,8 @@ def timing_frame(
             published.update(dict.fromkeys(recipes, find_row(paper, table_id, row_id).metrics))
     by_recipe: dict[str, list[ResultsFile]] = {recipe: [] for recipe in published}
     for item in loaded:
+        if not isinstance(item.results, ResultsFile):
+            continue  # linear runs have no training loop: their seconds are in the linear runs table
         by_recipe.setdefault(item.results.recipe.id, []).append(item.results)
         for target in item.results.targets:
             if target.table in timing_tables:

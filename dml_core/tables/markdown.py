@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.published import PublishedPaper
+from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.join import LoadedResults
 from dml_core.tables.tolerances import Tolerances
 
@@ -19,6 +21,11 @@ SMOKE_BANNER = (
     "recipe runs end to end. The status column compares them with the published numbers anyway, mechanically."
 )
 
+LINEAR_SMOKE_BANNER = (
+    "> The linear (Table 2) smoke lines use the real data set but only a few splits, a grid thinned to about "
+    "one point and a short solver budget (see their note column): not comparable with the paper either."
+)
+
 SELECTION_RULES = {
     "best_r1": "best_r1: the evaluation with the best test R@1 over training (earliest on ties); every metric "
     "of the row is taken from that one evaluation",
@@ -26,6 +33,15 @@ SELECTION_RULES = {
 }
 
 NOT_AVAILABLE = "—"
+
+
+def _published(value: float, std: float) -> str:
+    """As printed (``67.0``, not ``67``), with the published ± when the paper prints one.
+
+    >>> _published(99.89, 2.09), _published(67.0, float("nan"))
+    ('99.89 ± 2.09', '67.0')
+    """
+    return str(float(value)) if math.isnan(std) else f"{float(value)} ± {float(std)}"
 
 
 def _reproduced(mean: float, std: float) -> str:
@@ -72,18 +88,31 @@ def header(
     lines = [f"# Reproduction: {info.title} ({info.venue} {info.year})", ""]
     if smoke:
         lines += [SMOKE_BANNER, ""]
+        if any(isinstance(item.results, LinearResultsFile) for item in loaded):
+            lines += [LINEAR_SMOKE_BANNER, ""]
     runs = [item.results for item in loaded]
+    deep = [item for item in loaded if isinstance(item.results, ResultsFile)]
+    linear = [r for r in runs if isinstance(r, LinearResultsFile)]
     commits = _distinct(
         f"`{r.git.get('commit', 'unknown')[:12]}`{' (dirty)' if r.git.get('dirty') else ''}" for r in runs
     )
     devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
-    rules = _distinct(r.selection.rule for r in runs)
+    rules = _distinct(item.results.selection.rule for item in deep)
     tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
     lines += [
         f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
-        f"(of {len({r.recipe.id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
+        f"(of {len({r.run_id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
         "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no runs)"),
-        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in loaded)) or "none (no runs)"),
+        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or "none (no runs)"),
+    ]
+    if linear:
+        lines.append(
+            f"- Linear runs (Table 2 protocol, {len(linear)} results files): kNN accuracy (%) as mean ± sample std "
+            "over random stratified 70/30 splits; z-score (+ PCA to 150) fitted on the train part; hyper-parameters "
+            "by k-fold CV on the train part; the note column says how each line was obtained (splits, folds, K "
+            "rule: test = best K in 1..40 on the test part, cv = the CV-chosen K; paper grid or THINNED grid)."
+        )
+    lines += [
         "- Git commit(s): " + (", ".join(commits) or "none"),
         "- GPU(s): " + (", ".join(devices) or "none"),
         f'- Status: |reproduced - published| within the tolerance (points) is "within tolerance", else '
@@ -106,13 +135,37 @@ def comparison_table(frame: pd.DataFrame) -> str:
             "recipe": frame["recipe"],
             "seeds": frame["seeds"].replace("", NOT_AVAILABLE),
             "metric": frame["metric"],
-            "published": [str(float(value)) for value in frame["published"]],  # as printed: 67.0, not 67
+            "published": [_published(v, s) for v, s in zip(frame["published"], frame["published_std"], strict=True)],
             "reproduced": [_reproduced(m, s) for m, s in zip(frame["reproduced"], frame["std"], strict=True)],
             "delta": [NOT_AVAILABLE if math.isnan(d) else f"{d:+.2f}" for d in frame["delta"]],
             "status": frame["status"],
         }
     )
+    if frame["note"].fillna("").astype(bool).any():  # only tables with linear lines get the column
+        shown["note"] = frame["note"].fillna("").to_numpy()
     return shown.to_markdown(index=False, disable_numparse=True)
+
+
+def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
+    """One line per linear results file: what it ran, how, how long, from which commit."""
+    lines = [
+        {
+            "run": r.id,
+            "dataset": r.dataset,
+            "method": r.method_name,
+            "seed": str(r.seed),
+            "plan": r.plan.id,
+            "accuracy": _reproduced(r.summary.accuracy, r.summary.accuracy_std if len(r.splits) > 1 else math.nan),
+            "how": describe_linear_protocol(r.protocol),
+            "seconds": f"{r.seconds:.3g}",
+            "commit": f"{r.git.get('commit', 'unknown')[:12]}{' (dirty)' if r.git.get('dirty') else ''}",
+        }
+        for r in sorted(
+            (item.results for item in loaded if isinstance(item.results, LinearResultsFile)),
+            key=lambda r: (r.dataset, r.id, r.seed),
+        )
+    ]
+    return pd.DataFrame(lines).to_markdown(index=False, disable_numparse=True) if lines else ""
 
 
 def timing_table(timing: pd.DataFrame) -> str:
@@ -157,6 +210,9 @@ def render(
         parts += ["No recipe targets a row of this paper yet, and no results exist.", ""]
     if not timing.empty:
         parts += ["## Training time", "", timing_table(timing), ""]
+    linear = linear_runs_table(loaded)
+    if linear:
+        parts += ["## Linear runs (Table 2 protocol)", "", linear, ""]
     if curve_plots and markdown_dir is not None:
         parts += ["## Training curves", "", *_images((curve_plots[k] for k in sorted(curve_plots)), markdown_dir), ""]
     return "\n".join(parts)

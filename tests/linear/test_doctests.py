@@ -13,6 +13,8 @@ MODULES = [
     "methods",
     "protocol",
     "uci",
+    "plan",
+    "results_file",
 ]
 
 

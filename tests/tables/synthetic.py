@@ -141,3 +141,74 @@ def write_results_file(results_root: Path, payload: dict) -> Path:
     """``<results_root>/[smoke/]<paper>/<id>-seed<seed>.json``, validated and written like the trainer does."""
     folder = results_root / ("smoke" if payload["smoke"] else "") / payload["paper"]
     return write_results(folder / f"{payload['recipe']['id']}-seed{payload['seed']}.json", payload)
+
+
+def linear_payload(
+    accuracies: tuple[float, ...] = (96.0, 100.0, 98.0),
+    *,
+    row: str = "lanml-plus-uci-iris",
+    seed: int = 0,
+    smoke: bool = False,
+    grid_every: int = 5,
+    paper: str = "anml",
+) -> dict:
+    """A complete linear (anml Table 2) results file with one made-up accuracy (percent) per split."""
+    n = len(accuracies)
+    mean = sum(accuracies) / n
+    std = (sum((a - mean) ** 2 for a in accuracies) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "linear",
+        "status": "complete",
+        "created": "2026-01-01T00:00:00+00:00",
+        "id": row,
+        "plan": {"id": "table2-iris", "path": None, "sha256": "b" * 64, "overrides": []},
+        "paper": paper,
+        "targets": [{"table": "table2", "row": row}],
+        "dataset": "uci:iris",
+        "method": "lanml_plus",
+        "method_name": "LANML+",
+        "seed": seed,
+        "smoke": smoke,
+        "git": {"commit": "0123456789abcdef0123", "dirty": False},
+        "environment": {"gpu": None, "device": "cpu"},
+        "protocol": {
+            "name": "anml-table2",
+            "splits": n,
+            "seed": seed,
+            "test_fraction": 0.3,
+            "cv_folds": 5,
+            "max_k": 40,
+            "k_rule": "test",
+            "grid": {"lam": [0.1], "gamma1": [0.03125], "gamma2": [0.03125]},
+            "grid_every": grid_every,
+            "paper_grid": grid_every == 1,
+            "pca_dimensions": None,
+            "preprocessing": "z-score",
+            "solver": {"max_iterations": 30},
+            "n_samples": 150,
+            "n_features": 4,
+        },
+        "splits": [
+            {
+                "split": i,
+                "seed": seed + i,
+                "hyper_parameters": {"lam": 0.1, "gamma1": 0.03125, "gamma2": 0.03125},
+                "cv_accuracy": 0.95,
+                "cv_k": 3,
+                "best_test_k": 5,
+                "test_accuracy_by_k": [accuracy / 100.0],
+                "accuracy": accuracy,
+                "seconds": 0.1,
+            }
+            for i, accuracy in enumerate(accuracies)
+        ],
+        "summary": {"accuracy": mean, "accuracy_std": std},
+        "seconds": 0.3,
+    }
+
+
+def write_linear_file(results_root: Path, payload: dict) -> Path:
+    """``<results_root>/[smoke/]<paper>/<row>-seed<seed>.json``, validated, as the linear runner writes it."""
+    folder = results_root / ("smoke" if payload["smoke"] else "") / payload["paper"]
+    return write_results(folder / f"{payload['id']}-seed{payload['seed']}.json", payload)

@@ -5,6 +5,7 @@ import pytest
 
 from dml_core.tables import build_paper_tables
 from dml_core.tables.tolerances import Tolerances
+from tests.tables import synthetic
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_recipe, write_results_file
 
 TOLERANCES = Tolerances(default=1.5)
@@ -99,3 +100,34 @@ def test_smoke_tables_go_to_their_own_folder_with_the_banner(tmp_path):
 def test_a_paper_with_nothing_yet_still_gets_a_file(tmp_path):
     text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
     assert "No recipe targets a row of this paper yet" in text and "not shown): 3." in text
+
+
+@pytest.mark.parametrize("smoke", [False, True])
+def test_linear_lines_show_the_published_std_a_note_and_their_runs(tmp_path, smoke):
+    synthetic.write_linear_file(tmp_path / "results", synthetic.linear_payload((96.0, 100.0, 98.0), smoke=smoke))
+    built = build_paper_tables(
+        "anml",
+        results_root=tmp_path / "results",
+        tables_root=tmp_path / "tables",
+        recipes_dir=tmp_path / "reproduce",  # no recipes or plans: only the results file's row is shown
+        tolerances=TOLERANCES,
+        smoke=smoke,
+        draw_plots=True,
+    )
+    text = built.markdown_path.read_text()
+    [line] = _table(text, "## table2: Comparison of Different Methods on 15 Data Sets.")
+    assert line == {
+        "row": "lanml-plus-uci-iris", "method": "LANML+", "dataset": "uci:iris", "recipe": "lanml-plus-uci-iris",
+        "seeds": "0", "metric": "accuracy", "published": "99.89 ± 2.09", "reproduced": "98.00 ± 2.00",
+        "delta": "-1.89", "status": "below",
+        "note": "NOT the paper protocol: 3 splits (seeds 0..2), 5-fold CV, K rule test, THINNED grid (grid-every 5: "
+        "1 point)",
+    }  # fmt: skip
+    [run] = _table(text, "## Linear runs (Table 2 protocol)")
+    assert (run["run"], run["plan"], run["accuracy"], run["seconds"]) == (
+        "lanml-plus-uci-iris", "table2-iris", "98.00 ± 2.00", "0.3",
+    )  # fmt: skip
+    assert "Linear runs (Table 2 protocol, 1 results files)" in text
+    assert ("The linear (Table 2) smoke lines use the real data set" in text) is smoke
+    assert "## Training time" not in text and "## Training curves" not in text
+    assert not list(built.markdown_path.with_suffix("").glob("*.png"))  # no Recall@K, no training curve

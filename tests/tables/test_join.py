@@ -7,9 +7,18 @@ import pytest
 
 from dml_core.errors import InputError
 from dml_core.published import load_published
-from dml_core.tables.join import join, load_results_folder, planned_targets, timing_frame
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.tables.join import join, load_results_folder, planned_linear_targets, planned_targets, timing_frame
 from dml_core.tables.tolerances import Tolerances
-from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_recipe, write_results_file
+from tests.tables.synthetic import (
+    PAPER_KEY,
+    linear_payload,
+    results_payload,
+    write_papers_dir,
+    write_linear_file,
+    write_recipe,
+    write_results_file,
+)
 
 TOLERANCES = Tolerances(default=1.5, metrics={"NMI": 2.0})
 
@@ -98,3 +107,64 @@ def test_inputs_that_do_not_fit_are_errors_naming_the_file(tmp_path, paper):
 
 def test_a_missing_folder_means_no_results(tmp_path):
     assert load_results_folder(tmp_path / "nothing", smoke=False) == []
+
+
+def test_a_linear_run_shows_mean_and_std_over_its_splits_beside_the_published_mean_and_std(tmp_path):
+    write_linear_file(tmp_path, linear_payload((96.0, 100.0, 98.0)))
+    frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES)
+    [line] = frame.to_dict("records")  # accuracy_std is the published ± of the accuracy line, not a line
+    assert (line["table"], line["row"], line["recipe"], line["seeds"], line["metric"]) == (
+        "table2", "lanml-plus-uci-iris", "lanml-plus-uci-iris", "0", "accuracy",
+    )  # fmt: skip
+    assert (line["published"], line["published_std"]) == (99.89, 2.09)
+    assert (line["reproduced"], line["std"]) == (98.0, 2.0)  # mean and sample std of 96, 100, 98
+    assert line["delta"] == pytest.approx(-1.89) and line["status"] == "below"
+    assert line["note"] == (
+        "NOT the paper protocol: 3 splits (seeds 0..2), 5-fold CV, K rule test, THINNED grid (grid-every 5: 1 point)"
+    )
+
+
+def test_two_seeds_of_a_linear_run_pool_all_their_splits(tmp_path):
+    write_linear_file(tmp_path, linear_payload((96.0, 100.0), seed=0))
+    write_linear_file(tmp_path, linear_payload((98.0, 98.0), seed=1))
+    frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES)
+    [line] = frame.to_dict("records")
+    assert line["seeds"] == "0,1" and line["reproduced"] == 98.0
+    assert line["std"] == pytest.approx(math.sqrt(8.0 / 3.0))  # (4 + 4 + 0 + 0) / (4 - 1)
+    assert line["note"] == (
+        "NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test, THINNED grid (grid-every 5: 1 point); "
+        "NOT the paper protocol: 2 splits (seeds 1..2), 5-fold CV, K rule test, THINNED grid (grid-every 5: 1 point)"
+    )
+
+
+def test_the_pinned_linear_plans_plan_iris_and_wine_rows_that_exist(tmp_path):
+    planned = planned_linear_targets(RECIPES_DIR, "anml")
+    methods = ("nca", "pnca", "lanml-plus", "lanml-minus")
+    assert planned == {("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for m in methods for d in ("iris", "wine")}
+    write_linear_file(tmp_path, linear_payload((100.0,) * 30, grid_every=1))
+    frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES, planned)
+    assert len(frame) == 8 and set(frame["metric"]) == {"accuracy"}
+    measured = frame[frame["row"] == "lanml-plus-uci-iris"].iloc[0]
+    assert measured["note"] == "30 splits (seeds 0..29), 5-fold CV, K rule test, paper grid (1 point)"
+    assert measured["status"] == "within tolerance"  # 100.00 vs 99.89
+    others = frame[frame["row"] != "lanml-plus-uci-iris"]
+    assert set(others["status"]) == {"not run"} and set(others["note"]) == {""}
+    assert not planned_linear_targets(RECIPES_DIR, "damlrrm")  # only anml has linear plans
+
+
+def test_deep_and_linear_results_share_one_folder_and_only_deep_runs_have_training_time(tmp_path):
+    anml = load_published("anml")
+    write_linear_file(tmp_path, linear_payload())
+    deep = results_payload(
+        "danml-cub200", paper="anml", targets=[{"table": "table4", "row": "danml-cub200"}],
+        curve=[{"R@1": 66.0, "R@2": 78.0, "R@4": 86.0}],
+    )  # fmt: skip
+    write_results_file(tmp_path, deep)
+    loaded = load_results_folder(tmp_path / "anml", smoke=False)
+    frame = join(anml, loaded, TOLERANCES)
+    assert list(zip(frame["table"], frame["metric"], strict=True)) == [
+        ("table2", "accuracy"), ("table4", "R@1"), ("table4", "R@2"), ("table4", "R@4"),
+    ]  # fmt: skip
+    assert set(frame[frame["table"] == "table4"]["note"]) == {""}
+    assert frame[frame["table"] == "table4"]["published_std"].isna().all()
+    assert list(timing_frame(anml, loaded)["recipe"]) == ["danml-cub200"]

@@ -1,0 +1,150 @@
+"""Pinned settings of anml Table 2 runs: ``reproduce/<key>/linear/<id>.yaml``, one file per data set.
+
+A plan names a data set, the methods to run on it and the protocol settings (splits, base seed, K rule, grid
+thinning, CV folds, solver budget), plus a ``smoke:`` block that shrinks it to seconds. Each (plan, method)
+is one run that writes one results file of kind ``linear`` (``dml_core.results``), named after the published
+Table 2 row it reproduces. Plans live in a sub-folder so that the deep recipe loader, which reads
+``reproduce/<key>/*.yaml``, never sees them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from dml_core.errors import InputError
+from dml_core.linear.methods import PAPER_GRIDS
+from dml_core.linear.protocol import N_FOLDS, thin_grid
+from dml_core.linear.solver import SolverConfig
+from dml_core.linear.uci import get_uci_dataset
+
+LINEAR_PLANS_FOLDER = "linear"
+
+# The methods Table 2 prints and we run, with the slug of their published row ids (``dml_core.published``).
+# Euclidean kNN is not a Table 2 column, so it has no row to reproduce.
+TABLE2_ROW_SLUGS: dict[str, str] = {
+    "nca": "nca",
+    "pnca": "pnca",
+    "lanml_plus": "lanml-plus",
+    "lanml_minus": "lanml-minus",
+}
+
+TABLE2_ID = "table2"
+
+
+def table2_row_id(method: str, dataset: str) -> str:
+    """The published Table 2 row a method's run on a data set reproduces.
+
+    >>> table2_row_id("lanml_minus", "Iris")
+    'lanml-minus-uci-iris'
+    """
+    if method not in TABLE2_ROW_SLUGS:
+        raise InputError(f"method: expected one of {', '.join(TABLE2_ROW_SLUGS)} (a Table 2 column), found {method!r}")
+    return f"{TABLE2_ROW_SLUGS[method]}-uci-{get_uci_dataset(dataset).name.lower()}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinearSmoke(_Strict):
+    """What the smoke version changes: few splits, a grid thinned to (about) one point, a short solver budget."""
+
+    splits: int = Field(default=2, ge=1)
+    grid_every: int = Field(default=100, ge=1)
+    max_iterations: int = Field(default=30, ge=1)
+
+
+class LinearPlan(_Strict):
+    id: str
+    paper: str
+    dataset: str
+    methods: list[str] = Field(min_length=1)
+    splits: int = Field(default=30, ge=1)
+    seed: int = 0
+    k_rule: Literal["test", "cv"] = "test"
+    grid_every: int = Field(default=1, ge=1)
+    cv_folds: int = Field(default=N_FOLDS, ge=2)
+    max_iterations: int = Field(default=SolverConfig.max_iterations, ge=1)
+    smoke: LinearSmoke = LinearSmoke()
+    assumptions: list[str] = Field(default_factory=list)
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value: str) -> str:
+        try:
+            return get_uci_dataset(value).name
+        except InputError as error:
+            raise ValueError(str(error)) from None
+
+    @field_validator("methods")
+    @classmethod
+    def _table2_methods(cls, value: list[str]) -> list[str]:
+        unknown = [method for method in value if method not in TABLE2_ROW_SLUGS]
+        if unknown:
+            raise ValueError(f"expected methods among {', '.join(TABLE2_ROW_SLUGS)}, found {unknown}")
+        return value
+
+
+def linear_plan_paths(recipes_dir: str | Path, key: str) -> list[Path]:
+    """``<recipes_dir>/<key>/linear/*.yaml``, sorted (none when the folder does not exist)."""
+    return sorted((Path(recipes_dir) / key / LINEAR_PLANS_FOLDER).glob("*.yaml"))
+
+
+def load_linear_plan(path: str | Path) -> LinearPlan:
+    """Read and validate a plan; its ``id`` must be its file stem and its ``paper`` its paper folder."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the linear plan ({error})") from None
+    except yaml.YAMLError as error:
+        raise InputError(f"{path}: not valid YAML ({error})") from None
+    try:
+        plan = LinearPlan.model_validate(raw)
+    except ValidationError as error:
+        item = error.errors()[0]
+        field = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        raise InputError(f"{path}: field {field}: {item['msg']}") from None
+    if plan.id != path.stem:
+        raise InputError(f"{path}: field id: expected the file stem {path.stem!r}, found {plan.id!r}")
+    folder = path.parent.parent.name
+    if plan.paper != folder:
+        raise InputError(f"{path}: field paper: expected {folder!r} (its folder), found {plan.paper!r}")
+    return plan
+
+
+def smoke_plan(plan: LinearPlan) -> LinearPlan:
+    """The plan with its ``smoke:`` settings applied."""
+    return plan.model_copy(update=plan.smoke.model_dump())
+
+
+def run_settings(plan: LinearPlan, method: str, smoke: bool) -> dict:
+    """Everything that decides one method's numbers under a (resolved) plan; its hash identifies the run."""
+    return {
+        "dataset": plan.dataset,
+        "method": method,
+        "splits": plan.splits,
+        "seed": plan.seed,
+        "k_rule": plan.k_rule,
+        "grid_every": plan.grid_every,
+        "grid": {name: list(values) for name, values in thin_grid(PAPER_GRIDS[method], plan.grid_every).items()},
+        "cv_folds": plan.cv_folds,
+        "solver": asdict(SolverConfig(max_iterations=plan.max_iterations)),
+        "smoke": smoke,
+    }
+
+
+def settings_hash(settings: dict) -> str:
+    """sha256 of the settings as canonical JSON.
+
+    >>> settings_hash({"b": 1, "a": [2.0]}) == settings_hash({"a": [2.0], "b": 1})
+    True
+    """
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,162 @@
+"""Run a paper's pinned linear plans (``reproduce/<key>/linear/*.yaml``) into its results folder.
+
+Each (plan, method) is one run writing ``<results>/[smoke/]<key>/<row id>-seed<seed>.json``, the same layout
+as deep runs, so ``dml tables`` reads both. A run whose results file holds the same settings hash is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dml_core.errors import InputError
+from dml_core.linear.methods import PAPER_GRIDS
+from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, settings_hash, smoke_plan, table2_row_id
+from dml_core.linear.protocol import Table2Result, run_table2_protocol, thin_grid
+from dml_core.linear.results_file import write_linear_results
+from dml_core.linear.solver import SolverConfig
+from dml_core.linear.uci import cache_path, get_uci_dataset
+from dml_core.output_paths import results_file
+from dml_core.results import LinearResultsFile, load_results
+
+
+@dataclass(frozen=True)
+class LinearRun:
+    """One method of one plan (smoke settings applied when asked) and where its results file goes."""
+
+    key: str
+    plan_path: Path | None
+    plan: LinearPlan
+    method: str
+    smoke: bool
+    overrides: tuple[str, ...]
+    results_path: Path
+
+    @property
+    def name(self) -> str:
+        return f"{table2_row_id(self.method, self.plan.dataset)} seed {self.plan.seed}"
+
+    @property
+    def sha256(self) -> str:
+        return settings_hash(run_settings(self.plan, self.method, self.smoke))
+
+
+def linear_runs(
+    key: str,
+    plan: LinearPlan,
+    *,
+    smoke: bool,
+    results_root: Path,
+    plan_path: Path | None = None,
+    overrides: Sequence[str] = (),
+) -> list[LinearRun]:
+    """One run per method of ``plan`` (shrunk by its ``smoke:`` block when ``smoke``)."""
+    resolved = smoke_plan(plan) if smoke else plan
+    return [
+        LinearRun(
+            key=key,
+            plan_path=plan_path,
+            plan=resolved,
+            method=method,
+            smoke=smoke,
+            overrides=tuple(overrides),
+            results_path=results_file(results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke),
+        )
+        for method in resolved.methods
+    ]
+
+
+def plan_linear_runs(key: str, plan_paths: Sequence[Path], smoke: bool, results_root: Path) -> list[LinearRun]:
+    """Every method of every plan file."""
+    runs: list[LinearRun] = []
+    for path in plan_paths:
+        plan = load_linear_plan(path)
+        if plan.paper != key:
+            raise InputError(f"{path}: field paper: expected {key!r}, found {plan.paper!r}")
+        runs += linear_runs(key, plan, smoke=smoke, results_root=results_root, plan_path=path)
+    return runs
+
+
+def linear_data_root(override: Path | None = None) -> Path:
+    """Where ``prepare_uci`` wrote the data sets: --data-root, $DML_DATA_ROOT, else ./data (as deep runs)."""
+    return Path(override or os.environ.get("DML_DATA_ROOT", "data"))
+
+
+def missing_linear_inputs(runs: Sequence[LinearRun], data_root: Path | None) -> list[str]:
+    """Data sets the runs need that are not prepared here (Iris and Wine ship with scikit-learn)."""
+    root = linear_data_root(data_root)
+    problems = []
+    for run in runs:
+        dataset = get_uci_dataset(run.plan.dataset)
+        if dataset.source != "sklearn" and not cache_path(dataset.name, root).is_file():
+            problems.append(
+                f"UCI data set {dataset.name} is not prepared under {root}: run "
+                f"`dml prepare uci:{dataset.name} --root {root}`"
+            )
+    return list(dict.fromkeys(problems))
+
+
+def is_linear_finished(run: LinearRun) -> bool:
+    """A linear results file with exactly this run's settings hash exists."""
+    if not run.results_path.is_file():
+        return False
+    results = load_results(run.results_path)
+    return isinstance(results, LinearResultsFile) and results.plan.sha256 == run.sha256
+
+
+def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Table2Result:
+    """The Table 2 protocol for one method under the run's (resolved) plan."""
+    plan = run.plan
+    return run_table2_protocol(
+        plan.dataset,
+        run.method,
+        root=linear_data_root(data_root),
+        n_splits=plan.splits,
+        seed=plan.seed,
+        grid=thin_grid(PAPER_GRIDS[run.method], plan.grid_every),
+        k_rule=plan.k_rule,
+        n_folds=plan.cv_folds,
+        solver=SolverConfig(max_iterations=plan.max_iterations),
+        n_jobs=jobs,
+    )
+
+
+def write_run_results(run: LinearRun, result: Table2Result) -> Path:
+    """Write ``result`` (obtained under ``run``'s settings) as the run's results file, validated, atomically."""
+    record = {
+        "id": run.plan.id,
+        "path": str(run.plan_path) if run.plan_path else None,
+        "sha256": run.sha256,
+        "overrides": list(run.overrides),
+    }
+    return write_linear_results(
+        run.results_path, result, paper=run.key, plan=record, grid_every=run.plan.grid_every, smoke=run.smoke
+    )
+
+
+def execute_linear_run(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Path:
+    """Run the Table 2 protocol for one method and write its results file."""
+    return write_run_results(run, run_protocol(run, data_root=data_root, jobs=jobs))
+
+
+def reproduce_linear(
+    runs: Sequence[LinearRun],
+    *,
+    data_root: Path | None = None,
+    jobs: int = 1,
+    log: Callable[[str], None] = print,
+) -> tuple[list[str], list[str]]:
+    """Run every unfinished run; returns the names trained and the names skipped (finished earlier)."""
+    trained, skipped = [], []
+    for number, run in enumerate(runs, start=1):
+        prefix = f"[linear {number}/{len(runs)}] {run.name}"
+        if is_linear_finished(run):
+            log(f"{prefix}: finished earlier ({run.results_path}), skipped")
+            skipped.append(run.name)
+            continue
+        log(f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits")
+        execute_linear_run(run, data_root=data_root, jobs=jobs)
+        trained.append(run.name)
+    return trained, skipped

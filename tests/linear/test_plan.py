@@ -1,0 +1,73 @@
+"""Pinned linear plans (reproduce/<key>/linear/*.yaml): the repository's plans are valid and target real
+Table 2 rows; malformed plans are refused naming file and field; the settings hash tells runs apart."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dml_core.errors import InputError
+from dml_core.linear.plan import (
+    linear_plan_paths,
+    load_linear_plan,
+    run_settings,
+    settings_hash,
+    smoke_plan,
+    table2_row_id,
+)
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.published import find_row, load_published
+
+PINNED = linear_plan_paths(RECIPES_DIR, "anml")
+
+
+def test_the_pinned_plans_are_iris_and_wine_at_the_papers_protocol():
+    assert [path.stem for path in PINNED] == ["table2-iris", "table2-wine"]
+    published = load_published("anml")
+    for path in PINNED:
+        plan = load_linear_plan(path)
+        assert (plan.splits, plan.cv_folds, plan.grid_every, plan.k_rule) == (30, 5, 1, "test")
+        for method in plan.methods:
+            find_row(published, "table2", table2_row_id(method, plan.dataset))  # raises when the row is absent
+
+
+def test_the_smoke_version_is_small():
+    plan = smoke_plan(load_linear_plan(PINNED[0]))
+    assert (plan.splits, plan.grid_every, plan.max_iterations) == (2, 100, 30)
+    assert run_settings(plan, "lanml_plus", smoke=True)["grid"] == {"lam": [0.1], "gamma1": [2**-5], "gamma2": [2**-5]}
+
+
+def test_the_settings_hash_changes_with_anything_that_changes_the_numbers():
+    plan = load_linear_plan(PINNED[0])
+    base = settings_hash(run_settings(plan, "pnca", smoke=False))
+    assert base == settings_hash(run_settings(load_linear_plan(PINNED[0]), "pnca", smoke=False))
+    for changed in (plan.model_copy(update={"grid_every": 5}), plan.model_copy(update={"seed": 1})):
+        assert settings_hash(run_settings(changed, "pnca", smoke=False)) != base
+    assert settings_hash(run_settings(plan, "pnca", smoke=True)) != base
+    assert settings_hash(run_settings(plan, "nca", smoke=False)) != base
+
+
+def _write(tmp_path: Path, name: str = "table2-iris", **changes) -> Path:
+    tree = {**yaml.safe_load(PINNED[0].read_text()), **changes}
+    path = tmp_path / "anml" / "linear" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "message"),
+    [
+        ("other", {}, "field id: expected the file stem 'other', found 'table2-iris'"),
+        ("table2-iris", {"paper": "gpw"}, "field paper: expected 'anml' (its folder), found 'gpw'"),
+        ("table2-iris", {"methods": ["lmnn"]}, "field methods: Value error, expected methods among"),
+        ("table2-iris", {"dataset": "Mnist"}, "field dataset: Value error, data set: expected one of"),
+        ("table2-iris", {"grid_every": 0}, "field grid_every: Input should be greater than or equal to 1"),
+        ("table2-iris", {"grid": [1]}, "field grid: Extra inputs are not permitted"),
+    ],
+)
+def test_a_malformed_plan_is_refused_naming_file_and_field(tmp_path, name, changes, message):
+    path = _write(tmp_path, name, **changes)
+    with pytest.raises(InputError) as error:
+        load_linear_plan(path)
+    assert str(path) in str(error.value) and message in str(error.value)

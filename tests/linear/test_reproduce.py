@@ -1,0 +1,128 @@
+"""anml Table 2 end to end on Iris and Wine, through the real commands: the pinned plans' smoke versions via
+``dml reproduce anml --only``, a tiny full-scale run via ``dml linear-table2 --results``; both land as results
+files in the results layout, and ``dml tables anml`` (and ``--check``) put them beside the published rows with
+the thinning noted. Also: finished runs are skipped by their settings hash, missing UCI data is named."""
+
+import json
+
+import yaml
+
+from dml_core.cli import main
+from dml_core.linear.reproduce import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.results import LinearResultsFile, load_results
+from tests.tables.test_build import _table
+
+ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]
+TABLE2 = "## table2: Comparison of Different Methods on 15 Data Sets."
+
+
+def _roots(tmp_path):
+    return [
+        "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
+    ]  # fmt: skip
+
+
+def test_smoke_reproduction_of_the_pinned_plans_writes_results_and_tables_then_skips(tmp_path, capsys):
+    args = ["reproduce", "anml", "--smoke", "--only", "table2-iris", "table2-wine", "--no-progress",
+            "--runs", str(tmp_path / "runs"), *_roots(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    assert "anml: 8 trained, 0 skipped (finished), 0 failed" in capsys.readouterr().out
+    folder = tmp_path / "results" / "smoke" / "anml"
+    assert sorted(path.stem for path in folder.glob("*.json")) == sorted(f"{row}-seed0" for row in ROWS)
+    results = load_results(folder / "lanml-minus-uci-wine-seed0.json")
+    assert isinstance(results, LinearResultsFile) and results.smoke
+    assert (results.protocol.splits, results.protocol.grid_every, results.protocol.paper_grid) == (2, 100, False)
+    assert results.plan.id == "table2-wine" and results.plan.path.endswith("reproduce/anml/linear/table2-wine.yaml")
+    assert results.git["commit"] and results.environment["numpy"]
+    assert len(results.splits) == 2 and len(results.splits[0].test_accuracy_by_k) == 40
+
+    text = (tmp_path / "tables" / "smoke" / "anml.md").read_text()
+    assert "NOT comparable with the paper" in text
+    lines = {line["row"]: line for line in _table(text, TABLE2)}
+    assert sorted(lines) == sorted(ROWS)
+    for line in lines.values():
+        assert " ± " in line["published"] and " ± " in line["reproduced"]
+        assert line["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
+    assert lines["lanml-plus-uci-iris"]["published"] == "99.89 ± 2.09"
+    assert lines["pnca-uci-wine"]["note"].endswith("THINNED grid (grid-every 100: 1 point)")
+    assert lines["nca-uci-wine"]["note"].endswith("no hyper-parameters")
+
+    assert main(args) == 0
+    assert "anml: 0 trained, 8 skipped (finished), 0 failed" in capsys.readouterr().out
+
+
+def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(tmp_path, capsys):
+    for dataset in ("Iris", "Wine"):
+        assert (
+            main(
+                [
+                    "linear-table2",
+                    dataset,
+                    "--methods",
+                    "pnca",
+                    "lanml_minus",
+                    "--splits",
+                    "2",
+                    "--grid-every",
+                    "50",
+                    "--max-iterations",
+                    "30",
+                    "--results",
+                    str(tmp_path / "results"),
+                ]
+            )
+            == 0
+        )
+    written = sorted(path.name for path in (tmp_path / "results" / "anml").glob("*.json"))
+    assert written == sorted(f"{m}-uci-{d}-seed0.json" for m in ("pnca", "lanml-minus") for d in ("iris", "wine"))
+    saved = json.loads((tmp_path / "results" / "anml" / "pnca-uci-iris-seed0.json").read_text())
+    assert saved["plan"] == {
+        "id": "dml-linear-table2", "path": None, "sha256": saved["plan"]["sha256"],
+        "overrides": ["splits=2", "seed=0", "k_rule=test", "grid_every=50", "max_iterations=30"],
+    }  # fmt: skip
+    assert saved["protocol"]["grid"] == {"alpha": [2.0**-8]} and not saved["smoke"]
+    capsys.readouterr()
+
+    code = main(["tables", "--paper", "anml", *_roots(tmp_path), "--no-plots", "--check"])
+    out = capsys.readouterr().out
+    text = (tmp_path / "tables" / "anml.md").read_text()
+    lines = {line["row"]: line for line in _table(text, TABLE2)}
+    assert sorted(lines) == sorted(ROWS)  # the pinned plans' rows; those not measured here are "not run"
+    assert {lines[row]["status"] for row in ("nca-uci-iris", "lanml-plus-uci-wine")} == {"not run"}
+    below = sorted(row for row, line in lines.items() if line["status"] == "below")
+    failing = sorted(line.split()[3] for line in out.splitlines() if line.startswith("  FAIL anml table2"))
+    assert failing == below and code == (1 if below else 0)  # the mean is gated as deep rows are
+    measured = lines["lanml-minus-uci-wine"]
+    assert measured["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
+    assert measured["note"].endswith("THINNED grid (grid-every 50: 1 point)")
+    delta = float(measured["reproduced"].split(" ± ")[0]) - 98.15
+    assert measured["delta"] == f"{delta:+.2f}"
+    assert "- Linear runs (Table 2 protocol, 4 results files)" in text
+
+
+def test_finished_runs_are_recognised_by_their_settings_hash(tmp_path):
+    runs = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], True, tmp_path)
+    pnca = next(run for run in runs if run.method == "pnca")
+    assert not is_linear_finished(pnca)
+    assert main(["linear-table2", "Iris", "--methods", "pnca", "--splits", "2", "--grid-every", "100",
+                 "--max-iterations", "30", "--results", str(tmp_path / "smoke")]) == 0  # fmt: skip
+    # Same numbers, but written as a full-scale ad-hoc run: a different hash, so the smoke run is not finished.
+    (tmp_path / "smoke" / "anml" / "pnca-uci-iris-seed0.json").rename(pnca.results_path)
+    assert not is_linear_finished(pnca)
+    execute_linear_run(pnca)
+    assert is_linear_finished(pnca)
+
+
+def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
+    plan = yaml.safe_load((RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml").read_text())
+    path = tmp_path / "reproduce" / "anml" / "linear" / "table2-glass.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump({**plan, "id": "table2-glass", "dataset": "Glass"}))
+    runs = plan_linear_runs("anml", [path], False, tmp_path / "results")
+    assert missing_linear_inputs(runs, tmp_path / "data") == [
+        f"UCI data set Glass is not prepared under {tmp_path / 'data'}: run "
+        f"`dml prepare uci:Glass --root {tmp_path / 'data'}`"
+    ]
+    iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], False, tmp_path)
+    assert missing_linear_inputs(iris, tmp_path / "data") == []  # Iris ships with scikit-learn
