@@ -95,7 +95,8 @@ def _reproduce_session(key: str) -> None:
 
     reproduce.__doc__ = (
         f"Reproduce {key}: check data and weights, run every reproduce/{key}/*.yaml (finished runs skipped), "
-        f"write results/{key}/, build tables/{key}.md. '-- --smoke': CPU smoke versions (results/smoke/)."
+        f"write results/{key}/, build tables/{key}.md. '-- --smoke': CPU smoke versions (results/smoke/); "
+        f"'-- --launcher slurm --partition P': each run as a Slurm job (submitit)."
     )
     nox.session(name=f"reproduce-{key}")(reproduce)
 
