@@ -216,10 +216,16 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing.
-    ``dml_core.launch.launch_paper`` is the same with each run submitted as a job.
+    ``dml_core.launch.launch_paper`` is the same with each run submitted as a job. Under torchrun every
+    process runs this and trains each run together with the others; only rank 0 logs, runs the (CPU) linear
+    plans and builds the tables.
     """
     from dml_core.training import NonFiniteError
+    from dml_core.training.distributed import Process
 
+    main_process = Process.from_environment().is_main
+    if not main_process:
+        log = _quiet
     plans, linear_runs, tolerances = paper.preflight()
     report = ReproduceReport()
     for number, plan in enumerate(plans, start=1):
@@ -235,11 +241,16 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
             report.failed[plan.name] = str(error)
             continue
         report.trained.append(plan.name)
-    trained, skipped = reproduce_linear(linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log)
-    report.trained += trained
-    report.skipped += skipped
-    report.tables = paper.build_tables(tolerances, log)
+    if main_process:
+        trained, skipped = reproduce_linear(linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log)
+        report.trained += trained
+        report.skipped += skipped
+        report.tables = paper.build_tables(tolerances, log)
     return report
+
+
+def _quiet(message: str) -> None:
+    """The log of processes other than rank 0: they train, rank 0 reports."""
 
 
 def reproduce_paper(key: str, *, log: Callable[[str], None] = print, **options: Any) -> ReproduceReport:

@@ -80,3 +80,31 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
     assert (tmp_path / "tables" / "smoke" / PAPER_KEY / "curve-ours-cub200.png").is_file()
     assert main(args) == 0
     assert "0 trained, 1 skipped" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_paper_reproduced_under_torchrun_trains_each_run_on_every_process_and_reports_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dml_core.results import load_results
+
+    write_recipe(tmp_path / "reproduce", **TINY_SMOKE)
+    args = [
+        "reproduce", PAPER_KEY, "--smoke", "--no-progress", "--recipes", str(tmp_path / "reproduce"),
+        "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
+        "--papers-dir", str(write_papers_dir(tmp_path)), "--data-root", str(tmp_path / "data"),
+    ]  # fmt: skip
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OMP_NUM_THREADS": "1"}
+    completed = subprocess.run(
+        [*command, "-m", "dml_core.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.count("ours-cub200 seed 0: training (smoke)") == 1, "rank 0 alone reports"
+    assert completed.stdout.count("tables: ") == 1
+    results = load_results(tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json")
+    assert results.world_size == 2 and results.environment["distributed"]["images_per_process"] == 4
+    assert (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").is_file()
