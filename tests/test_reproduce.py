@@ -63,14 +63,19 @@ def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.slow
-def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, capsys):
+def _smoke_paper_args(tmp_path) -> list[str]:
+    """``dml reproduce`` arguments for a smoke run of one tiny recipe, everything under ``tmp_path``."""
     write_recipe(tmp_path / "reproduce", **TINY_SMOKE)
-    args = [
+    return [
         "reproduce", PAPER_KEY, "--smoke", "--no-progress", "--recipes", str(tmp_path / "reproduce"),
         "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
         "--papers-dir", str(write_papers_dir(tmp_path)), "--data-root", str(tmp_path / "data"),
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, capsys):
+    args = _smoke_paper_args(tmp_path)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "ours-cub200 seed 0: training (smoke)" in out and "1 trained, 0 skipped" in out
@@ -91,12 +96,7 @@ def test_a_paper_reproduced_under_torchrun_trains_each_run_on_every_process_and_
 
     from dml_core.results import load_results
 
-    write_recipe(tmp_path / "reproduce", **TINY_SMOKE)
-    args = [
-        "reproduce", PAPER_KEY, "--smoke", "--no-progress", "--recipes", str(tmp_path / "reproduce"),
-        "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
-        "--papers-dir", str(write_papers_dir(tmp_path)), "--data-root", str(tmp_path / "data"),
-    ]  # fmt: skip
+    args = _smoke_paper_args(tmp_path)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OMP_NUM_THREADS": "1"}
     completed = subprocess.run(
