@@ -18,11 +18,12 @@ from dml_core.training.step import train_step
 
 STEPS = 3
 EMBEDDING_DIM = 6
-# name: (loss, its parameters, the sampler's streams)
+# name: (loss, its parameters, the sampler's streams, steps with the first layer frozen (the warm-up freeze))
 CASES = {
-    "pair (multi-similarity)": ("multi_similarity", {}, (16,)),
-    "proxy (proxy-anchor)": ("proxy_anchor", {"num_classes": 4, "embedding_dim": EMBEDDING_DIM}, (16,)),
-    "damlrrm (two streams)": ("damlrrm", {"group_sizes": (8, 8)}, (8, 8)),
+    "pair (multi-similarity)": ("multi_similarity", {}, (16,), 0),
+    "proxy (proxy-anchor)": ("proxy_anchor", {"num_classes": 4, "embedding_dim": EMBEDDING_DIM}, (16,), 0),
+    "damlrrm (two streams)": ("damlrrm", {"group_sizes": (8, 8)}, (8, 8), 0),
+    "pair, first layer frozen for one step": ("multi_similarity", {}, (16,), 1),
 }
 
 
@@ -38,16 +39,18 @@ def global_batches(group_sizes: tuple[int, ...]) -> list[tuple[torch.Tensor, tor
 
 
 def run_case(name: str, process: Process) -> dict:
-    loss_name, params, group_sizes = CASES[name]
+    loss_name, params, group_sizes, frozen_steps = CASES[name]
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(10, 12), nn.Tanh(), nn.Linear(12, EMBEDDING_DIM))
     loss_fn = build_loss(loss_name, **params)
     optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=0.05, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
     sharding = Sharding(process, group_sizes)
-    forward = sharding.wrap(model, torch.device("cpu"))
     losses = []
-    for images, labels in global_batches(group_sizes):
+    for step, (images, labels) in enumerate(global_batches(group_sizes)):
+        if step in (0, frozen_steps):  # as the trainer does: a new DDP wrapper whenever what trains changes
+            model[0].requires_grad_(step >= frozen_steps)
+            forward = sharding.wrap(model, torch.device("cpu"))
         slots = torch.as_tensor(sharding.slots)
         loss = train_step(
             forward, loss_fn, optimizer, scheduler, images[slots], labels[slots], TrainingSettings(iterations=1),
