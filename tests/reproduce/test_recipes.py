@@ -11,7 +11,8 @@ import torch
 from dml_core.data import load_split
 from dml_core.published import find_row, load_published
 from dml_core.recipe import load_recipe, smoke_version
-from dml_core.training import builders
+from dml_core.training.setup import build_run
+from dml_core.training.step import train_step
 
 REPRODUCE = Path(__file__).resolve().parents[2] / "reproduce"
 RECIPES = sorted(REPRODUCE.glob("*/*.yaml"))
@@ -44,14 +45,9 @@ def embedded_root(tmp_path_factory):
 def test_smoke_version_builds_and_takes_a_step(path, embedded_root):
     recipe = smoke_version(load_recipe(path))
     torch.manual_seed(0)
-    model = builders.build_model(recipe)
-    train_set, labels, _ = builders.build_datasets(recipe, model, embedded_root)
-    sampler = builders.build_sampler(recipe, labels)
-    loss = builders.build_loss_for(
-        recipe, int(labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
-    )
-    batch = next(iter(sampler))
-    images = torch.stack([train_set[position][0] for position in batch])
-    value = loss(model(images), torch.as_tensor(labels[batch]))
+    parts = build_run(recipe, embedded_root, torch.device("cpu"))  # exactly what the trainer builds
+    parts.model.train()
+    images, positions = next(iter(parts.batches.epoch(0, 0)))
+    labels = torch.as_tensor(parts.dense_labels)[positions]
+    value = train_step(parts.model, parts.loss, parts.optimizer, parts.scheduler, images, labels, recipe.training)
     assert torch.isfinite(value)
-    value.backward()
