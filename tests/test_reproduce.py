@@ -89,19 +89,11 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
 
 @pytest.mark.slow
 def test_a_paper_reproduced_under_torchrun_trains_each_run_on_every_process_and_reports_once(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from dml_core.results import load_results
+    from tests.torchrun import torchrun
 
     args = _smoke_paper_args(tmp_path)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OMP_NUM_THREADS": "1"}
-    completed = subprocess.run(
-        [*command, "-m", "dml_core.cli", *args], env=env, capture_output=True, text=True, timeout=300
-    )
+    completed = torchrun(2, "-m", "dml_core.cli", *args)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.count("ours-cub200 seed 0: training (smoke)") == 1, "rank 0 alone reports"
     assert completed.stdout.count("tables: ") == 1

@@ -11,16 +11,8 @@ import torch
 
 from dml_core.errors import InputError
 from dml_core.training.distributed import SINGLE_PROCESS, Process, recipe_order, shard_slots
+from tests.torchrun import ROOT, torchrun
 from tests.training import ddp_step_worker
-
-ROOT = Path(__file__).parents[2]
-
-
-def torchrun(nproc: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``torchrun --nproc-per-node N`` on this machine (gloo on the CPU), one thread per process."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run([*command, *args], env=environment, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize(("group_sizes", "world_size"), [((16,), 2), ((8, 8), 2), ((60, 60), 4), ((12,), 3)])
