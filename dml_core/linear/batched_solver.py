@@ -22,18 +22,18 @@ from dml_core.linear.solver import SolverConfig, SolverResult
 # objective(distances (B, n, n), problem indices (B,)) -> (F (B,), dF/d distances (B, n, n))
 BatchObjective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
-# Distances held per working set: 2**16 float64 values = 512 KiB per (B, n, n) array. Small on purpose: the
-# objective makes about ten such temporaries per round, and arrays of a few MiB are handed back to the OS on
-# every free (glibc's mmap threshold), so each round paid page faults that cost more than the arithmetic;
-# larger sets measured no faster even without that (the work is element-wise, not per call).
-DEFAULT_BATCH_ELEMENTS = 2**16
+# Distances held per working set: 2**18 float64 values = 2 MiB per (B, n, n) array, with about ten such
+# temporaries per round. Larger sets gained nothing measurable (the work is element-wise; per-call overhead
+# is already small next to it), and arrays of several MiB cost page faults on every allocation (glibc hands
+# them back to the OS when freed).
+DEFAULT_BATCH_ELEMENTS = 2**18
 
 
 def default_batch_size(n_samples: int) -> int:
     """Problems per working set for ``n_samples`` samples (at least one).
 
     >>> default_batch_size(84), default_batch_size(2000)
-    (9, 1)
+    (37, 1)
     """
     return max(1, DEFAULT_BATCH_ELEMENTS // (n_samples * n_samples))
 

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from dml_core.linear.batched_solver import minimise_many_over_psd
-from dml_core.linear.lanml import DEFAULT_MARGIN, lanml_objective, lanml_objectives
+from dml_core.linear.lanml import DEFAULT_MARGIN, LanmlSets, lanml_objectives
 from dml_core.linear.mahalanobis import metric_to_transform
 from dml_core.linear.neighbour_sets import different_class_sets, nearest_same_class_sets, same_class_sets
 from dml_core.linear.pnca import pnca_objective
@@ -64,10 +64,10 @@ def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
     return _as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
 
 
-def _lanml_sets(method: str, X: np.ndarray, y: np.ndarray, n_similar: int) -> tuple[np.ndarray, np.ndarray]:
+def _lanml_sets(method: str, X: np.ndarray, y: np.ndarray, n_similar: int) -> LanmlSets:
     """S_i and D_i of LANML+ (every same-class sample) or LANML- (the ``n_similar`` nearest ones)."""
     similar = same_class_sets(y) if method == "lanml_plus" else nearest_same_class_sets(X, y, n_similar)
-    return similar, different_class_sets(y)
+    return LanmlSets.from_masks(similar, different_class_sets(y))
 
 
 def _check_gammas(method: str, gamma1: float, gamma2: float) -> None:
@@ -79,8 +79,13 @@ def _check_gammas(method: str, gamma1: float, gamma2: float) -> None:
 
 def _fit_lanml(method, X, y, lam, gamma1, gamma2, n_similar, margin, solver) -> LinearFit:
     _check_gammas(method, gamma1, gamma2)
-    similar, dissimilar = _lanml_sets(method, X, y, n_similar)
-    return _solve(lambda D: lanml_objective(D, similar, dissimilar, gamma1, gamma2, lam, margin), X, solver)
+    sets = _lanml_sets(method, X, y, n_similar)
+
+    def objective(distances: np.ndarray) -> tuple[float, np.ndarray]:
+        value, gradient = lanml_objectives(distances, sets, gamma1, gamma2, lam, margin)
+        return float(value), gradient
+
+    return _solve(objective, X, solver)
 
 
 def fit_lanml_plus(
@@ -129,15 +134,13 @@ def fit_lanml_many(
     """
     for point in points:
         _check_gammas(method, point["gamma1"], point["gamma2"])
-    similar, dissimilar = _lanml_sets(method, X, y, LANML_MINUS_SIMILAR)
+    sets = _lanml_sets(method, X, y, LANML_MINUS_SIMILAR)
     gamma1, gamma2, lam = (
         np.array([point[name] for point in points], dtype=np.float64) for name in ("gamma1", "gamma2", "lam")
     )
 
     def objectives(distances: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return lanml_objectives(
-            distances, similar, dissimilar, gamma1[problems], gamma2[problems], lam[problems], DEFAULT_MARGIN
-        )
+        return lanml_objectives(distances, sets, gamma1[problems], gamma2[problems], lam[problems], DEFAULT_MARGIN)
 
     initial = np.broadcast_to(paper_initial_metric(*X.shape), (len(points), X.shape[1], X.shape[1]))
     return [_as_fit(result) for result in minimise_many_over_psd(objectives, X, initial, solver, batch_size)]

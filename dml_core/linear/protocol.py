@@ -36,7 +36,7 @@ from sklearn.preprocessing import StandardScaler
 
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
-from dml_core.linear.knn_accuracy import TABLE2_MAX_K, knn_accuracy_by_k
+from dml_core.linear.knn_accuracy import TABLE2_MAX_K, knn_accuracy_by_k, knn_accuracy_by_k_many
 from dml_core.linear.methods import DISPLAY_NAMES, MANY_FITS, METHODS, PAPER_GRIDS, transform_with
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import get_uci_dataset, load_uci
@@ -164,11 +164,8 @@ def _fold_accuracy(method, point, X, y, train, valid, seed, solver, max_k) -> np
 def _fold_accuracies(method, points, X, y, train, valid, solver, max_k) -> list[np.ndarray]:
     """``_fold_accuracy`` for many grid points at once: one batched solve (``MANY_FITS``), the same fits."""
     fits = MANY_FITS[method](method, X[train], y[train], points, solver=solver)
-    train_X, valid_X = X[train], X[valid]
-    return [
-        knn_accuracy_by_k(transform_with(fit, train_X), y[train], transform_with(fit, valid_X), y[valid], max_k=max_k)
-        for fit in fits
-    ]
+    transforms = np.stack([fit.transform for fit in fits])
+    return list(knn_accuracy_by_k_many(X[train], y[train], X[valid], y[valid], transforms, max_k=max_k))
 
 
 def _chunks(items: Sequence, count: int) -> list[Sequence]:
