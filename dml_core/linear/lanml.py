@@ -55,18 +55,21 @@ class LanmlSets:
     queries: np.ndarray  # (n,) bool: the queries that take part
     similar: PackedSet
     dissimilar: PackedSet
+    # (n * n,): where each entry of the dense (n, n) gradient sits in the concatenation of the flattened
+    # S blocks, D blocks and one final 0 (entries in no set): the dense gradient is one gather from it.
+    unpack: np.ndarray
 
     @classmethod
     def from_masks(cls, similar: np.ndarray, dissimilar: np.ndarray) -> LanmlSets:
         if np.any(similar & dissimilar):
             raise ValueError("lanml: a sample cannot be in both S_i and D_i")
         queries = similar.any(axis=1) & dissimilar.any(axis=1)
-        return cls(
-            len(queries),
-            queries,
-            PackedSet.from_mask(similar & queries[:, None]),
-            PackedSet.from_mask(dissimilar & queries[:, None]),
-        )
+        packed_similar = PackedSet.from_mask(similar & queries[:, None])
+        packed_dissimilar = PackedSet.from_mask(dissimilar & queries[:, None])
+        members = np.concatenate([m.ravel() for m in packed_similar.members + packed_dissimilar.members])
+        unpack = np.full(similar.size, len(members))
+        unpack[members] = np.arange(len(members))
+        return cls(len(queries), queries, packed_similar, packed_dissimilar, unpack)
 
 
 def lanml_objective(
@@ -112,15 +115,18 @@ def lanml_objectives(
     value = np.sum(np.where(hinge_argument > 0, hinge_argument, 0.0), axis=-1) + lam * regulariser
 
     # dF/dd_ij = active_i * (dds_i/dd_ij - ddd_i/dd_ij) + lam / (n |S_i|) [j in S_i]; S_i and D_i are disjoint.
-    gradient = np.zeros(flat.shape)
     lam_per_entry = _per_row(_per_row(lam)) / n
-    for rows, members, weights in zip(sets.similar.queries, sets.similar.members, similar_weights, strict=True):
-        gradient[..., members] = active[..., rows, None] * weights + lam_per_entry / members.shape[1]
-    for rows, members, weights in zip(
-        sets.dissimilar.queries, sets.dissimilar.members, dissimilar_weights, strict=True
-    ):
-        gradient[..., members] = -(active[..., rows, None] * weights)
-    return value, gradient.reshape(distances.shape)
+    similar, dissimilar = sets.similar, sets.dissimilar
+    parts = [
+        (active[..., rows, None] * weights + lam_per_entry / members.shape[1]).reshape(*lead, -1)
+        for rows, members, weights in zip(similar.queries, similar.members, similar_weights, strict=True)
+    ]
+    parts += [
+        (-(active[..., rows, None] * weights)).reshape(*lead, -1)
+        for rows, members, weights in zip(dissimilar.queries, dissimilar.members, dissimilar_weights, strict=True)
+    ]
+    packed = np.concatenate([*parts, np.zeros((*lead, 1))], axis=-1)
+    return value, np.take(packed, sets.unpack, axis=-1).reshape(distances.shape)
 
 
 def _radii(

@@ -23,7 +23,11 @@ def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray) -> np.ndarray:
     """
     XM = X @ M
     norms = np.einsum("...ij,ij->...i", XM, X)
-    distances = norms[..., :, None] + norms[..., None, :] - 2.0 * (XM @ X.T)
+    # -2 x_i^T M x_j + |x_i|_M^2 + |x_j|_M^2, in place: no temporary of the size of the result.
+    distances = XM @ X.T
+    distances *= -2.0
+    distances += norms[..., :, None]
+    distances += norms[..., None, :]
     # Rounding can push a distance of a PSD metric slightly below zero.
     np.maximum(distances, 0.0, out=distances)
     diagonal = np.arange(X.shape[0])
@@ -32,18 +36,16 @@ def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray) -> np.ndarray:
 
 
 def distance_gradient_to_metric(X: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """dF/dM = sum_ij G_ij (x_i - x_j)(x_i - x_j)^T = X^T (diag(G 1 + G^T 1) - G - G^T) X, for each (n, n)
-    matrix of ``G`` (..., n, n).
+    """dF/dM = sum_ij G_ij (x_i - x_j)(x_i - x_j)^T = X^T diag(G 1 + G^T 1) X - (X^T G X + (X^T G X)^T), for
+    each (n, n) matrix of ``G`` (..., n, n). Only the product with G costs O(n^2 d); G is read, never copied.
 
     >>> X = np.array([[0.0], [2.0]])
     >>> distance_gradient_to_metric(X, np.array([[0.0, 1.0], [0.0, 0.0]])).tolist()
     [[4.0]]
     """
-    symmetric = G + np.swapaxes(G, -1, -2)
-    laplacian = -symmetric
-    diagonal = np.arange(G.shape[-1])
-    laplacian[..., diagonal, diagonal] += symmetric.sum(axis=-1)
-    return X.T @ laplacian @ X
+    degrees = G.sum(axis=-1) + G.sum(axis=-2)
+    cross = X.T @ G @ X
+    return (X.T * degrees[..., None, :]) @ X - (cross + np.swapaxes(cross, -1, -2))
 
 
 def project_psd(M: np.ndarray) -> np.ndarray:
