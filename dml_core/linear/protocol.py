@@ -11,6 +11,10 @@ Per split (``n_splits`` = 30 in the paper), all seeded with ``seed + split``:
 4. refit on the whole training part with the chosen hyper-parameters; kNN accuracy on the test part for
    every K in 1..40.
 
+LANML+ and LANML- fit all grid points of a fold at once (``batched_solver``, ``MANY_FITS``) and score them
+with one batched kNN pass; the fits and accuracies are those of the one-point-at-a-time path (``batched=False``,
+tested), only faster.
+
 "The best results output by K-NN with K in {1..40}" (section 7.1.2) reads as the K that is best on the
 test part: ``k_rule="test"`` reports that (optimistic: K is tuned on the test data). ``k_rule="cv"``
 reports the accuracy at the CV-chosen K instead. Both are stored per split whatever the rule.
