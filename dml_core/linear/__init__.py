@@ -5,8 +5,9 @@
 - ``neighbour_sets``: the similar sets S_i and dissimilar sets D_i of section 7.1.2.
 - ``lanml`` / ``pnca``: the objectives of Eq. (19) and Eq. (21) with their exact gradients.
 - ``solver``: projected gradient descent over M >= 0.
+- ``batched_solver``: the same solver for many problems on the same samples at once (the grid search).
 - ``methods``: the registry of methods Table 2 compares (LANML+, LANML-, PNCA, NCA, Euclidean).
-- ``knn_accuracy``: kNN accuracy for every K in 1..40 in one pass.
+- ``knn_accuracy``: kNN accuracy for every K in 1..40 in one pass (one learned map, or many at once).
 - ``protocol``: the Table 2 protocol (splits, 5-fold CV over the paper's grids, kNN).
 - ``uci``: the 15 data sets of Table 2.
 """

@@ -18,17 +18,18 @@ run with the pinned scikit-learn 1.9 or are unmaintained since 2020.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
-from dml_core.linear.lanml import DEFAULT_MARGIN, lanml_objective
+from dml_core.linear.batched_solver import minimise_many_over_psd
+from dml_core.linear.lanml import DEFAULT_MARGIN, LanmlSets, lanml_objectives
 from dml_core.linear.mahalanobis import metric_to_transform
 from dml_core.linear.neighbour_sets import different_class_sets, nearest_same_class_sets, same_class_sets
 from dml_core.linear.pnca import pnca_objective
-from dml_core.linear.solver import SolverConfig, minimise_over_psd
+from dml_core.linear.solver import SolverConfig, SolverResult, minimise_over_psd
 
 DEFAULT_SOLVER = SolverConfig()
 
@@ -47,8 +48,7 @@ def paper_initial_metric(n_samples: int, n_features: int) -> np.ndarray:
     return np.eye(n_features) / np.sqrt(n_samples)
 
 
-def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
-    result = minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver)
+def _as_fit(result: SolverResult) -> LinearFit:
     return LinearFit(
         metric_to_transform(result.metric),
         {
@@ -58,6 +58,34 @@ def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
             "stop_reason": result.stop_reason,
         },
     )
+
+
+def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
+    return _as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
+
+
+def _lanml_sets(method: str, X: np.ndarray, y: np.ndarray, n_similar: int) -> LanmlSets:
+    """S_i and D_i of LANML+ (every same-class sample) or LANML- (the ``n_similar`` nearest ones)."""
+    similar = same_class_sets(y) if method == "lanml_plus" else nearest_same_class_sets(X, y, n_similar)
+    return LanmlSets.from_masks(similar, different_class_sets(y))
+
+
+def _check_gammas(method: str, gamma1: float, gamma2: float) -> None:
+    if method == "lanml_plus" and (gamma1 <= 0 or gamma2 <= 0):
+        raise ValueError(f"LANML+ needs gamma1 > 0 and gamma2 > 0, got {gamma1}, {gamma2}")
+    if method == "lanml_minus" and (gamma1 >= 0 or gamma2 <= 0):
+        raise ValueError(f"LANML- needs gamma1 < 0 and gamma2 > 0, got {gamma1}, {gamma2}")
+
+
+def _fit_lanml(method, X, y, lam, gamma1, gamma2, n_similar, margin, solver) -> LinearFit:
+    _check_gammas(method, gamma1, gamma2)
+    sets = _lanml_sets(method, X, y, n_similar)
+
+    def objective(distances: np.ndarray) -> tuple[float, np.ndarray]:
+        value, gradient = lanml_objectives(distances, sets, gamma1, gamma2, lam, margin)
+        return float(value), gradient
+
+    return _solve(objective, X, solver)
 
 
 def fit_lanml_plus(
@@ -72,10 +100,7 @@ def fit_lanml_plus(
     seed: int = 0,
 ) -> LinearFit:
     """LANML+: Eq. (19) with gamma1 > 0, S_i = every other sample of the class (``seed``: unused)."""
-    if gamma1 <= 0 or gamma2 <= 0:
-        raise ValueError(f"LANML+ needs gamma1 > 0 and gamma2 > 0, got {gamma1}, {gamma2}")
-    similar, dissimilar = same_class_sets(y), different_class_sets(y)
-    return _solve(lambda D: lanml_objective(D, similar, dissimilar, gamma1, gamma2, lam, margin), X, solver)
+    return _fit_lanml("lanml_plus", X, y, lam, gamma1, gamma2, LANML_MINUS_SIMILAR, margin, solver)
 
 
 def fit_lanml_minus(
@@ -91,10 +116,34 @@ def fit_lanml_minus(
     seed: int = 0,
 ) -> LinearFit:
     """LANML-: Eq. (19) with gamma1 < 0, S_i = the ``n_similar`` Euclidean nearest same-class samples."""
-    if gamma1 >= 0 or gamma2 <= 0:
-        raise ValueError(f"LANML- needs gamma1 < 0 and gamma2 > 0, got {gamma1}, {gamma2}")
-    similar, dissimilar = nearest_same_class_sets(X, y, n_similar), different_class_sets(y)
-    return _solve(lambda D: lanml_objective(D, similar, dissimilar, gamma1, gamma2, lam, margin), X, solver)
+    return _fit_lanml("lanml_minus", X, y, lam, gamma1, gamma2, n_similar, margin, solver)
+
+
+def fit_lanml_many(
+    method: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    points: Sequence[Mapping[str, float]],
+    *,
+    solver: SolverConfig = DEFAULT_SOLVER,
+    batch_size: int | None = None,
+) -> list[LinearFit]:
+    """``METHODS[method](X, y, **point)`` for every grid point at once (``batched_solver``): the same fits.
+
+    ``method`` is ``lanml_plus`` or ``lanml_minus``; the sets S_i, D_i are built once for all points.
+    """
+    for point in points:
+        _check_gammas(method, point["gamma1"], point["gamma2"])
+    sets = _lanml_sets(method, X, y, LANML_MINUS_SIMILAR)
+    gamma1, gamma2, lam = (
+        np.array([point[name] for point in points], dtype=np.float64) for name in ("gamma1", "gamma2", "lam")
+    )
+
+    def objectives(distances: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return lanml_objectives(distances, sets, gamma1[problems], gamma2[problems], lam[problems], DEFAULT_MARGIN)
+
+    initial = np.broadcast_to(paper_initial_metric(*X.shape), (len(points), X.shape[1], X.shape[1]))
+    return [_as_fit(result) for result in minimise_many_over_psd(objectives, X, initial, solver, batch_size)]
 
 
 def fit_pnca(
@@ -117,6 +166,9 @@ def fit_euclidean(X: np.ndarray, y: np.ndarray, *, seed: int = 0) -> LinearFit:
 
 
 FitFunction = Callable[..., LinearFit]
+# fit_many(method, X, y, grid points, solver=..., batch_size=...) -> one LinearFit per point, the same fits
+# METHODS[method] gives one point at a time.
+ManyFitFunction = Callable[..., list[LinearFit]]
 
 METHODS: dict[str, FitFunction] = {
     "euclidean": fit_euclidean,
@@ -125,6 +177,9 @@ METHODS: dict[str, FitFunction] = {
     "lanml_minus": fit_lanml_minus,
     "pnca": fit_pnca,
 }
+
+# Methods whose grid search fits every grid point of a fold at once (batched solver).
+MANY_FITS: dict[str, ManyFitFunction] = {"lanml_plus": fit_lanml_many, "lanml_minus": fit_lanml_many}
 
 # How Table 2 prints each method.
 DISPLAY_NAMES: dict[str, str] = {

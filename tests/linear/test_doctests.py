@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "log_exp_mean",
+    "batched_solver",
     "mahalanobis",
     "neighbour_sets",
     "knn_accuracy",

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from dml_core.linear.lanml import lanml_objective
+from dml_core.linear.lanml import LanmlSets, lanml_objective, lanml_objectives
 from dml_core.linear.mahalanobis import distance_gradient_to_metric, pairwise_mahalanobis
 from dml_core.linear.neighbour_sets import different_class_sets, same_class_sets
 
@@ -87,3 +87,29 @@ def test_queries_without_similar_samples_are_left_out():
     # Queries 0 and 1: ds = 1, dd = 25 and 16: hinges 0; query 2 has no S_2.
     assert value == 0.0
     assert np.all(G[2] == 0)
+
+
+def test_a_stack_of_problems_gets_the_arithmetic_of_each_problem_alone():
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(30, 3)), np.repeat([0, 1, 2], 10)
+    metrics = np.stack([np.diag(rng.uniform(0.1, 2.0, 3)) for _ in range(4)])
+    distances = pairwise_mahalanobis(X, metrics)
+    sets = LanmlSets.from_masks(same_class_sets(y), different_class_sets(y))
+    gamma1, gamma2, lam = (
+        np.array([0.1, 4.0, 32.0, 1e-13]),
+        np.array([2.0, 0.5, 32.0, 1.0]),
+        np.array([0.1, 1.5, 0.7, 0.3]),
+    )
+    values, gradients = lanml_objectives(distances, sets, gamma1, gamma2, lam)
+    for p in range(4):
+        value, gradient = lanml_objective(
+            distances[p], same_class_sets(y), different_class_sets(y), gamma1[p], gamma2[p], lam[p]
+        )
+        assert value == values[p]
+        np.testing.assert_array_equal(gradient, gradients[p])
+
+
+def test_a_sample_cannot_be_similar_and_dissimilar():
+    mask = np.array([[False, True], [True, False]])
+    with pytest.raises(ValueError, match="both"):
+        LanmlSets.from_masks(mask, mask)

@@ -4,12 +4,14 @@ import numpy as np
 import pytest
 
 from dml_core.errors import InputError
+from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.protocol import (
     fit_preprocessing,
     grid_points,
     rescore,
     run_protocol_on_arrays,
     run_table2_protocol,
+    thin_grid,
 )
 from dml_core.linear.solver import SolverConfig
 
@@ -103,3 +105,31 @@ def test_iris_and_wine_end_to_end():
             )
             assert len(result.splits) == 2
             assert 85.0 <= result.mean_accuracy <= 100.0, (dataset, method, result.mean_accuracy)
+
+
+@pytest.mark.slow  # ~7 s: the protocol twice on two data sets
+@pytest.mark.parametrize(("dataset", "method"), [("Iris", "lanml_plus"), ("Wine", "lanml_minus")])
+def test_batched_grid_search_gives_the_one_at_a_time_result(dataset, method):
+    # A thinned paper grid (9 points: lam 0.1, |gamma1| and gamma2 in {2^-5, 1, 2^5}), two splits.
+    grid = thin_grid(PAPER_GRIDS[method], 10)
+    options = {"n_splits": 2, "grid": grid, "solver": SolverConfig(max_iterations=60)}
+    one_at_a_time = run_table2_protocol(dataset, method, batched=False, **options)
+    batched = run_table2_protocol(dataset, method, **options)
+    assert len(grid_points(grid)) == 9
+    for reference, split in zip(one_at_a_time.splits, batched.splits, strict=True):
+        assert split.hyper_parameters == reference.hyper_parameters
+        assert (split.cv_accuracy, split.cv_k) == (reference.cv_accuracy, reference.cv_k)
+        assert split.test_accuracy_by_k == reference.test_accuracy_by_k
+        assert split.fit_diagnostics == reference.fit_diagnostics
+    assert (batched.mean_accuracy, batched.std_accuracy) == (one_at_a_time.mean_accuracy, one_at_a_time.std_accuracy)
+
+
+@pytest.mark.slow  # starting worker processes takes seconds
+def test_parallel_batched_grid_search_gives_the_same_result():
+    grid = thin_grid(PAPER_GRIDS["lanml_plus"], 10)
+    options = {"n_splits": 1, "grid": grid, "solver": SolverConfig(max_iterations=20)}
+    serial = run_table2_protocol("Iris", "lanml_plus", **options)
+    parallel = run_table2_protocol("Iris", "lanml_plus", n_jobs=2, **options)
+    assert serial.splits[0].hyper_parameters == parallel.splits[0].hyper_parameters
+    assert serial.splits[0].cv_accuracy == parallel.splits[0].cv_accuracy
+    assert serial.splits[0].test_accuracy_by_k == parallel.splits[0].test_accuracy_by_k
