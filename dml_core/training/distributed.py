@@ -190,26 +190,18 @@ class Sharding:
     """One process's share of every global batch, and the way back to the global batch for the loss."""
 
     def __init__(self, process: Process, group_sizes: Iterable[int]) -> None:
+        sizes = tuple(int(size) for size in group_sizes)
         self.process = process
-        self.group_sizes = tuple(int(size) for size in group_sizes)
-        self.slots = shard_slots(self.group_sizes, process.rank, process.world_size)
-        self._order: torch.Tensor | None = None
-        self._recipe_order = recipe_order(self.group_sizes, process.world_size)
-
-    def _restore(self, gathered: torch.Tensor) -> torch.Tensor:
-        if self._order is None or self._order.device != gathered.device:
-            self._order = torch.as_tensor(self._recipe_order, device=gathered.device)
-        return gathered.index_select(0, self._order)
+        self.slots = shard_slots(sizes, process.rank, process.world_size)
+        self.order = torch.as_tensor(recipe_order(sizes, process.world_size))  # moved to the data's device once
 
     def _gather_tensor(self, tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.requires_grad:  # backward: each rank's slice gets the sum of the ranks' gradients
-            gathered = functional_collectives.all_gather_single(tensor.contiguous(), 0, dist.group.WORLD)
-            gathered = functional_collectives.wait_tensor(gathered)
-        else:
-            pieces = [torch.empty_like(tensor) for _ in range(self.process.world_size)]
-            dist.all_gather(pieces, tensor.contiguous())
-            gathered = torch.cat(pieces)
-        return self._restore(gathered)
+        # an autograd-aware all-gather: backward sums the ranks' gradients into each rank's own slice
+        gathered = functional_collectives.all_gather_single(tensor.contiguous(), 0, dist.group.WORLD)
+        gathered = functional_collectives.wait_tensor(gathered)
+        if self.order.device != gathered.device:
+            self.order = self.order.to(gathered.device)
+        return gathered.index_select(0, self.order)
 
     def gather(self, output, labels: torch.Tensor):
         """The global batch's model output and labels in recipe order (unchanged with one process).
