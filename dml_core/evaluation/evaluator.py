@@ -17,7 +17,7 @@ import torch
 from dml_core.errors import InputError
 from dml_core.evaluation import metrics as M
 from dml_core.evaluation.clustering import KMeansConfig, kmeans_assign
-from dml_core.evaluation.knn import TIE_RULE, rank_neighbours
+from dml_core.evaluation.knn import TIE_RULE, rank_neighbours, rank_within_set, search_name
 
 # Each metric declares the shared work it needs; the evaluator does each piece at most once.
 METRIC_NEEDS: dict[str, str] = {
@@ -152,15 +152,17 @@ def evaluate(
             raise InputError("labels: expected some query to have a same-class item to retrieve, found none")
         wants_top = "map_at_r" in metrics or "r_precision" in metrics
         k = min(max_positives, available) if wants_top else 0
-        ranking = rank_neighbours(
-            x[query_rows].to(device),
-            x[gallery_rows].to(device),
-            labels_t[query_rows],
-            labels_t[gallery_rows],
-            k=k,
-            self_index=None if query_gallery else torch.arange(n),
-            chunk_rows=chunk_rows,
-        )
+        if query_gallery:
+            ranking = rank_neighbours(
+                x[query_rows].to(device),
+                x[gallery_rows].to(device),
+                labels_t[query_rows],
+                labels_t[gallery_rows],
+                k=k,
+                chunk_rows=chunk_rows,
+            )
+        else:
+            ranking = rank_within_set(x.to(device), labels_t.to(device), k=k, chunk_rows=chunk_rows)
         if "recall" in metrics:
             for kk, value in M.recall_at_k(ranking.first_positive_rank, ks).items():
                 values[f"R@{kk}"] = 100.0 * value
@@ -179,6 +181,7 @@ def evaluate(
             "queries_without_positive_rule": "left out of every retrieval metric",
             "neighbours_for_map_at_r": k,
             "device": str(device),
+            "search": search_name(device, single_set=not query_gallery),
         }
     if "clustering" in needs:
         started = time.perf_counter()

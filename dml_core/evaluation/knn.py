@@ -10,6 +10,9 @@ distances by gallery index, smaller first. In the single-set protocol a query's 
 index, never by dropping the first neighbour, so an exact duplicate of the query (SOP has them)
 stays a neighbour at distance ~0.
 
+``rank_neighbours`` is the chunked search (CUDA, and the query/gallery protocol); ``rank_within_set`` serves the
+single-set protocol and, on the CPU, runs ``knn_symmetric`` instead: the same ranking from half the GEMM.
+
 Two things come out of one pass over the distances:
 - the rank of each query's nearest same-class gallery item, which gives Recall@K for every K at once
   (Recall@1000 on SOP needs no top-1000 search);
@@ -208,3 +211,36 @@ def rank_neighbours(
         neighbours=neighbours.cpu().numpy(),
         neighbour_is_positive=is_positive.cpu().numpy(),
     )
+
+
+def rank_within_set(
+    embeddings: torch.Tensor, labels: torch.Tensor, k: int, chunk_rows: int | None = None
+) -> NeighbourRanking:
+    """Single-set protocol: every item ranks all the others, itself excluded by index.
+
+    The same ranking as ``rank_neighbours(embeddings, embeddings, labels, labels, k, arange(n))``. On the
+    CPU it runs the symmetric blocked search of ``knn_symmetric`` (half the GEMM, one compiled pass);
+    elsewhere the chunked search (``chunk_rows`` applies to that one only).
+    """
+    if embeddings.device.type != "cpu":
+        index = torch.arange(len(embeddings), device=embeddings.device)
+        return rank_neighbours(embeddings, embeddings, labels, labels, k, self_index=index, chunk_rows=chunk_rows)
+    from dml_core.evaluation.knn_symmetric import rank_symmetric
+
+    x = embeddings.to(torch.float32).numpy()
+    y = labels.cpu().numpy()
+    first_rank, neighbours = rank_symmetric(x, y, k)
+    _, inverse, class_sizes = np.unique(y, return_inverse=True, return_counts=True)
+    return NeighbourRanking(
+        first_positive_rank=first_rank,
+        num_positives=class_sizes[inverse.reshape(-1)] - 1,
+        neighbours=neighbours,
+        neighbour_is_positive=y[neighbours] == y[:, None],
+    )
+
+
+def search_name(device: torch.device, single_set: bool) -> str:
+    """How ``rank_within_set`` / ``rank_neighbours`` search on ``device``, as results files record it."""
+    if single_set and device.type == "cpu":
+        return "symmetric class-aligned blocks: one GEMM per block pair (OpenBLAS), compiled counting pass (numba)"
+    return f"chunked over queries: one GEMM per chunk ({'OpenBLAS' if device.type == 'cpu' else 'torch'})"
