@@ -17,7 +17,7 @@ import torch
 from dml_core.errors import InputError
 from dml_core.evaluation import metrics as M
 from dml_core.evaluation.clustering import KMeansConfig, kmeans_assign
-from dml_core.evaluation.knn import TIE_RULE, rank_neighbours, rank_within_set, search_name
+from dml_core.evaluation.knn import TIE_RULE, rank_neighbours, rank_within_set
 
 # Each metric declares the shared work it needs; the evaluator does each piece at most once.
 METRIC_NEEDS: dict[str, str] = {
@@ -181,7 +181,7 @@ def evaluate(
             "queries_without_positive_rule": "left out of every retrieval metric",
             "neighbours_for_map_at_r": k,
             "device": str(device),
-            "search": search_name(device, single_set=not query_gallery),
+            "search": ranking.search,
         }
     if "clustering" in needs:
         started = time.perf_counter()

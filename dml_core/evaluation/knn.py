@@ -32,6 +32,11 @@ import torch
 # Distances held at once per chunk; 2**26 fp32 values = 256 MiB.
 DEFAULT_CHUNK_ELEMENTS = 2**26
 TIE_RULE = "equal distances ordered by gallery index, smaller first"
+CHUNKED_SEARCH = "chunked over queries, one GEMM per chunk"
+SYMMETRIC_SEARCH = "symmetric: one GEMM per pair of class-aligned blocks (OpenBLAS), one compiled pass (numba)"
+# The symmetric search keeps each item's top-k by insertion (cost ~k^2 log(n/k) per item): fine for MAP@R on
+# CUB, Cars and SOP (k <= ~100), not for a set whose largest class holds a good part of it.
+SYMMETRIC_MAX_K = 128
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class NeighbourRanking:
     num_positives: np.ndarray  # (n_q,) same-class gallery items other than the query itself (R)
     neighbours: np.ndarray  # (n_q, k) gallery indices, nearest first
     neighbour_is_positive: np.ndarray  # (n_q, k) whether each neighbour has the query's class
+    search: str  # how the ranking was searched (results files record it)
 
 
 @contextlib.contextmanager
@@ -210,6 +216,7 @@ def rank_neighbours(
         num_positives=num_positives.cpu().numpy(),
         neighbours=neighbours.cpu().numpy(),
         neighbour_is_positive=is_positive.cpu().numpy(),
+        search=CHUNKED_SEARCH + (" (OpenBLAS)" if device.type == "cpu" else " (torch)"),
     )
 
 
@@ -219,10 +226,10 @@ def rank_within_set(
     """Single-set protocol: every item ranks all the others, itself excluded by index.
 
     The same ranking as ``rank_neighbours(embeddings, embeddings, labels, labels, k, arange(n))``. On the
-    CPU it runs the symmetric blocked search of ``knn_symmetric`` (half the GEMM, one compiled pass);
-    elsewhere the chunked search (``chunk_rows`` applies to that one only).
+    CPU it runs the symmetric blocked search of ``knn_symmetric`` (half the GEMM, one compiled pass) unless
+    ``k`` exceeds ``SYMMETRIC_MAX_K``; elsewhere the chunked search (``chunk_rows`` applies to that one only).
     """
-    if embeddings.device.type != "cpu":
+    if embeddings.device.type != "cpu" or k > SYMMETRIC_MAX_K:
         index = torch.arange(len(embeddings), device=embeddings.device)
         return rank_neighbours(embeddings, embeddings, labels, labels, k, self_index=index, chunk_rows=chunk_rows)
     from dml_core.evaluation.knn_symmetric import rank_symmetric
@@ -236,11 +243,5 @@ def rank_within_set(
         num_positives=class_sizes[inverse.reshape(-1)] - 1,
         neighbours=neighbours,
         neighbour_is_positive=y[neighbours] == y[:, None],
+        search=SYMMETRIC_SEARCH,
     )
-
-
-def search_name(device: torch.device, single_set: bool) -> str:
-    """How ``rank_within_set`` / ``rank_neighbours`` search on ``device``, as results files record it."""
-    if single_set and device.type == "cpu":
-        return "symmetric class-aligned blocks: one GEMM per block pair (OpenBLAS), compiled counting pass (numba)"
-    return f"chunked over queries: one GEMM per chunk ({'OpenBLAS' if device.type == 'cpu' else 'torch'})"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from dml_core.evaluation.knn import rank_neighbours
+from dml_core.evaluation import evaluate
+from dml_core.evaluation.knn import CHUNKED_SEARCH, SYMMETRIC_MAX_K, SYMMETRIC_SEARCH, rank_neighbours, rank_within_set
 from dml_core.evaluation.knn_symmetric import class_blocks, rank_symmetric
 
 
@@ -90,3 +91,27 @@ def test_a_forked_child_can_search_after_its_parent_did():
     env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_THREADING_LAYER"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_cpu_single_set_search_is_symmetric_up_to_the_k_limit_then_chunked():
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.integers(-2, 3, size=(300, 2)).astype(np.float32))
+    small_classes = torch.from_numpy(np.arange(300) % 60)
+    two_classes = torch.from_numpy(np.arange(300) % 2)
+    assert rank_within_set(x, small_classes, k=4).search == SYMMETRIC_SEARCH
+    large_k = rank_within_set(x, two_classes, k=SYMMETRIC_MAX_K + 1)
+    assert large_k.search.startswith(CHUNKED_SEARCH)
+    first, neighbours = _chunked(x.numpy(), two_classes.numpy(), SYMMETRIC_MAX_K + 1)
+    np.testing.assert_array_equal(large_k.first_positive_rank, first)
+    np.testing.assert_array_equal(large_k.neighbours, neighbours)
+
+
+def test_the_evaluation_records_which_search_ran():
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((120, 8)).astype(np.float32), np.arange(120) % 12
+    single_set = evaluate(x, y, (1, 2), device="cpu")
+    query_gallery = evaluate(
+        x, y, (1, 2), device="cpu", query_mask=np.arange(120) < 60, gallery_mask=np.arange(120) >= 60
+    )
+    assert single_set.protocol["knn"]["search"] == SYMMETRIC_SEARCH
+    assert query_gallery.protocol["knn"]["search"].startswith(CHUNKED_SEARCH)
