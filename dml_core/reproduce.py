@@ -172,7 +172,7 @@ class PaperRun:
         """
         deep_paths, linear_paths = paper_plan_paths(self.recipes_dir, self.key, self.only)
         plans = plan_runs(self.key, deep_paths, self.seeds, self.smoke, self.runs_root, self.results_root)
-        linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root)
+        linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root, self.runs_root)
         problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
         if problems:
             raise InputError(f"paper {self.key}: missing inputs: " + " | ".join(problems))

@@ -27,7 +27,7 @@ import inspect
 import itertools
 import platform
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -248,10 +248,14 @@ def run_protocol_on_arrays(
     solver: SolverConfig | None = None,
     n_jobs: int = 1,
     batched: bool = True,
+    done: Sequence[SplitResult] = (),
+    on_split: Callable[[list[SplitResult]], None] | None = None,
 ) -> Table2Result:
     """The Table 2 protocol on features ``X`` (n, d) and labels ``y`` (n,); ``grid=None``: the paper grid.
 
     ``batched=False`` runs the grid search one point at a time (the reference path; same results, slower).
+    Resuming: ``done`` are the first splits of an interrupted run under the same settings (each split depends
+    only on its seed, so they are taken as they are); ``on_split`` receives the splits so far after each new one.
     """
     if method not in METHODS:
         raise InputError(f"method: expected one of {', '.join(METHODS)}, found {method!r}")
@@ -264,9 +268,16 @@ def run_protocol_on_arrays(
     if unknown:
         raise InputError(f"grid: {method} has no hyper-parameter {sorted(unknown)}; it has {list(PAPER_GRIDS[method])}")
     solver = solver or SolverConfig()
-    started = time.perf_counter()
-    splits = []
-    for split in range(n_splits):
+    splits = list(done)
+    for number, split in enumerate(splits):
+        if (split.split, split.seed) != (number, seed + number):
+            raise InputError(
+                f"done: expected split {number} with seed {seed + number} at position {number}, "
+                f"found split {split.split} with seed {split.seed}"
+            )
+    if len(splits) > n_splits:
+        raise InputError(f"done: expected at most {n_splits} splits, found {len(splits)}")
+    for split in range(len(splits), n_splits):
         split_started = time.perf_counter()
         split_seed = seed + split
         train_X, test_X, train_y, test_y = train_test_split(
@@ -293,6 +304,8 @@ def run_protocol_on_arrays(
                 fit_diagnostics=fit.diagnostics,
             )
         )
+        if on_split is not None:
+            on_split(list(splits))
     mean_accuracy, std_accuracy = mean_and_std([s.accuracy for s in splits])
     return Table2Result(
         dataset=dataset,
@@ -321,7 +334,7 @@ def run_protocol_on_arrays(
                 "sklearn": sklearn.__version__,
             },
         },
-        seconds=time.perf_counter() - started,
+        seconds=sum(split.seconds for split in splits),  # the splits' own times: a resumed run adds up alike
     )
 
 

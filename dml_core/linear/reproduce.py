@@ -1,7 +1,8 @@
 """Run a paper's pinned linear plans (``reproduce/<key>/linear/*.yaml``) into its results folder.
 
 Each (plan, method) is one run writing ``<results>/[smoke/]<key>/<row id>-seed<seed>.json``, the same layout
-as deep runs, so ``dml tables`` reads both. A run whose results file holds the same settings hash is skipped.
+as deep runs, so ``dml tables`` reads both. A run whose results file holds the same settings hash is skipped;
+an interrupted one resumes after its last finished split (kept in its run folder under ``runs/``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, set
 from dml_core.linear.protocol import Table2Result, run_table2_protocol, thin_grid
 from dml_core.linear.results_file import write_linear_results
 from dml_core.linear.solver import SolverConfig
+from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
 from dml_core.linear.uci import cache_path, get_uci_dataset
-from dml_core.output_paths import results_file
+from dml_core.output_paths import results_file, run_folder
 from dml_core.results import LinearResultsFile, load_results
 
 
@@ -33,6 +35,7 @@ class LinearRun:
     smoke: bool
     overrides: tuple[str, ...]
     results_path: Path
+    splits_path: Path | None = None  # finished splits of an interrupted run; None: no resuming
 
     @property
     def name(self) -> str:
@@ -51,9 +54,17 @@ def linear_runs(
     results_root: Path,
     plan_path: Path | None = None,
     overrides: Sequence[str] = (),
+    runs_root: Path | None = None,
 ) -> list[LinearRun]:
-    """One run per method of ``plan`` (shrunk by its ``smoke:`` block when ``smoke``)."""
+    """One run per method of ``plan`` (shrunk by its ``smoke:`` block when ``smoke``); with ``runs_root``,
+    each keeps its finished splits in its run folder there and resumes from them."""
     resolved = smoke_plan(plan) if smoke else plan
+
+    def splits_path(method: str) -> Path | None:
+        if runs_root is None:
+            return None
+        return run_folder(runs_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke) / "splits.json"
+
     return [
         LinearRun(
             key=key,
@@ -63,19 +74,22 @@ def linear_runs(
             smoke=smoke,
             overrides=tuple(overrides),
             results_path=results_file(results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke),
+            splits_path=splits_path(method),
         )
         for method in resolved.methods
     ]
 
 
-def plan_linear_runs(key: str, plan_paths: Sequence[Path], smoke: bool, results_root: Path) -> list[LinearRun]:
-    """Every method of every plan file."""
+def plan_linear_runs(
+    key: str, plan_paths: Sequence[Path], smoke: bool, results_root: Path, runs_root: Path | None = None
+) -> list[LinearRun]:
+    """Every method of every plan file (resumable when ``runs_root`` is given)."""
     runs: list[LinearRun] = []
     for path in plan_paths:
         plan = load_linear_plan(path)
         if plan.paper != key:
             raise InputError(f"{path}: field paper: expected {key!r}, found {plan.paper!r}")
-        runs += linear_runs(key, plan, smoke=smoke, results_root=results_root, plan_path=path)
+        runs += linear_runs(key, plan, smoke=smoke, results_root=results_root, plan_path=path, runs_root=runs_root)
     return runs
 
 
@@ -106,9 +120,20 @@ def is_linear_finished(run: LinearRun) -> bool:
     return isinstance(results, LinearResultsFile) and results.plan.sha256 == run.sha256
 
 
+def done_splits(run: LinearRun) -> list:
+    """The splits an interrupted earlier attempt of ``run`` finished (none if not resumable)."""
+    return load_done_splits(run.splits_path, run.sha256) if run.splits_path else []
+
+
 def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Table2Result:
-    """The Table 2 protocol for one method under the run's (resolved) plan."""
+    """The Table 2 protocol for one method under the run's (resolved) plan, after its finished splits."""
     plan = run.plan
+    keep = None
+    if run.splits_path is not None:
+
+        def keep(splits):
+            save_done_splits(run.splits_path, run.sha256, splits)
+
     return run_table2_protocol(
         plan.dataset,
         run.method,
@@ -120,6 +145,8 @@ def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1
         n_folds=plan.cv_folds,
         solver=SolverConfig(max_iterations=plan.max_iterations),
         n_jobs=jobs,
+        done=done_splits(run),
+        on_split=keep,
     )
 
 
@@ -137,8 +164,11 @@ def write_run_results(run: LinearRun, result: Table2Result) -> Path:
 
 
 def execute_linear_run(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Path:
-    """Run the Table 2 protocol for one method and write its results file."""
-    return write_run_results(run, run_protocol(run, data_root=data_root, jobs=jobs))
+    """Run the Table 2 protocol for one method (resuming its finished splits) and write its results file."""
+    path = write_run_results(run, run_protocol(run, data_root=data_root, jobs=jobs))
+    if run.splits_path is not None:
+        run.splits_path.unlink(missing_ok=True)
+    return path
 
 
 def reproduce_linear(
@@ -156,7 +186,9 @@ def reproduce_linear(
             log(f"{prefix}: finished earlier ({run.results_path}), skipped")
             skipped.append(run.name)
             continue
-        log(f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits")
+        resumed = len(done_splits(run))
+        after = f", resuming after {resumed} finished (kept in {run.splits_path})" if resumed else ""
+        log(f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits{after}")
         execute_linear_run(run, data_root=data_root, jobs=jobs)
         trained.append(run.name)
     return trained, skipped

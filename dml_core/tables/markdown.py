@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from dml_core.linear.results_file import describe_linear_protocol
-from dml_core.published import PublishedPaper
+from dml_core.published import PublishedPaper, PublishedTable
 from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.join import LoadedResults
 from dml_core.tables.tolerances import Tolerances
@@ -146,6 +146,13 @@ def comparison_table(frame: pd.DataFrame) -> str:
     return shown.to_markdown(index=False, disable_numparse=True)
 
 
+def published_notes(table: PublishedTable, shown_rows: set[str]) -> list[str]:
+    """The transcription's remarks on the published values of the rows shown (misprints, impossible values),
+    as a list under the table; none if those rows have none."""
+    notes = [f"- `{row.id}`: {row.note}" for row in table.rows if row.id in shown_rows and row.note]
+    return ["Remarks on the published values:", "", *notes, ""] if notes else []
+
+
 def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
     """One line per linear results file: what it ran, how, how long, from which commit."""
     lines = [
@@ -203,6 +210,7 @@ def render(
         if lines.empty:
             continue
         parts += [f"## {table.id}: {table.caption}", "", comparison_table(lines), ""]
+        parts += published_notes(table, set(lines["row"]))
         plots = [path for key, path in sorted((recall_plots or {}).items()) if key[0] == table.id]
         if plots and markdown_dir is not None:
             parts += [*_images(plots, markdown_dir), ""]

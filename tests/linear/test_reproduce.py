@@ -46,6 +46,10 @@ def test_smoke_reproduction_of_the_pinned_plans_writes_results_and_tables_then_s
         assert line["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
     assert lines["lanml-plus-uci-iris"]["published"] == "99.89 ± 2.09"
     assert lines["pnca-uci-wine"]["note"].endswith("THINNED grid (grid-every 100: 1 point)")
+    # The transcription's remarks on published values are listed under the table.
+    remarks = text.split("Remarks on the published values:")[1].split("## ")[0]
+    assert "- `pnca-uci-wine`: Printed as '92.27 ±2.12' (a space before ±)." in remarks
+    assert "- `lanml-plus-uci-iris`: Printed as 99.89 ± 2.09. If ± is the std over the 30 splits" in remarks
     assert lines["nca-uci-wine"]["note"].endswith("no hyper-parameters")
 
     assert main(args) == 0

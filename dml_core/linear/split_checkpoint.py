@@ -1,0 +1,45 @@
+"""The finished splits of an unfinished Table 2 run, so that an interrupted run resumes where it stopped.
+
+A full-protocol LANML run takes hours; each split depends only on its seed, so the splits done so far are
+kept (atomically, after each one) in the run's folder with the settings hash they were computed under, and
+a run under the same settings starts after them. The file goes once the results file is written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from dml_core.atomic_io import atomic_write_json
+from dml_core.errors import InputError
+from dml_core.linear.protocol import SplitResult
+
+SPLIT_FIELDS = {f.name for f in fields(SplitResult)}
+
+
+def save_done_splits(path: Path, settings_sha256: str, splits: list[SplitResult]) -> None:
+    atomic_write_json(path, {"settings_sha256": settings_sha256, "splits": [asdict(s) for s in splits]})
+
+
+def load_done_splits(path: Path, settings_sha256: str) -> list[SplitResult]:
+    """The splits kept at ``path`` if they were computed under ``settings_sha256``; otherwise none."""
+    if not path.is_file():
+        return []
+    try:
+        kept = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: expected the JSON of finished splits, found invalid JSON ({error})") from error
+    if not isinstance(kept, dict) or not isinstance(kept.get("splits"), list):
+        raise InputError(f"{path}: field splits: expected a list of finished splits, found {type(kept).__name__}")
+    if kept.get("settings_sha256") != settings_sha256:
+        return []  # other settings: those splits do not belong to this run
+    splits = []
+    for number, split in enumerate(kept["splits"]):
+        if not isinstance(split, dict) or set(split) != SPLIT_FIELDS:
+            found = sorted(split) if isinstance(split, dict) else type(split).__name__
+            raise InputError(
+                f"{path}: field splits[{number}]: expected the fields {sorted(SPLIT_FIELDS)}, found {found}"
+            )
+        splits.append(SplitResult(**split))
+    return splits
