@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dml_core.linear.mahalanobis import distance_gradient_to_metric, pairwise_mahalanobis, project_psd
-
 # objective(distances) -> (F, dF/d distances)
 DistanceObjective = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -45,34 +43,15 @@ def minimise_over_psd(
     initial_metric: np.ndarray,
     config: SolverConfig | None = None,
 ) -> SolverResult:
-    """Minimise ``objective(pairwise_mahalanobis(X, M))`` over PSD matrices M, from ``initial_metric``."""
-    config = config or SolverConfig()
-    metric = project_psd(initial_metric)
-    value, distance_gradient = objective(pairwise_mahalanobis(X, metric))
-    initial_value = value
-    gradient = distance_gradient_to_metric(X, distance_gradient)
-    step = config.initial_step * np.linalg.norm(metric) / max(np.linalg.norm(gradient), 1e-300)
-    evaluations, stop_reason = 1, "max_iterations"
-    while evaluations < config.max_iterations:
-        gradient_norm = np.linalg.norm(gradient)
-        if gradient_norm == 0.0:
-            stop_reason = "stationary"
-            break
-        if step * gradient_norm <= 1e-12 * max(np.linalg.norm(metric), 1e-300):
-            stop_reason = "step"
-            break
-        candidate = project_psd(metric - step * gradient)
-        candidate_value, candidate_distance_gradient = objective(pairwise_mahalanobis(X, candidate))
-        evaluations += 1
-        if candidate_value < value:
-            improvement = value - candidate_value
-            previous = value
-            metric, value = candidate, candidate_value
-            gradient = distance_gradient_to_metric(X, candidate_distance_gradient)
-            step *= config.grow
-            if improvement <= config.tolerance * abs(previous):
-                stop_reason = "tolerance"
-                break
-        else:
-            step *= config.shrink
-    return SolverResult(metric, float(value), float(initial_value), evaluations, stop_reason)
+    """Minimise ``objective(pairwise_mahalanobis(X, M))`` over PSD matrices M, from ``initial_metric``.
+
+    One problem is the batch-of-one case of ``batched_solver.minimise_many_over_psd``, which implements the
+    algorithm above once for both (each problem's result does not depend on its batch: tested).
+    """
+    from dml_core.linear.batched_solver import minimise_many_over_psd  # it imports this module's types
+
+    def one_problem(distances: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        value, gradient = objective(distances[0])
+        return np.array([value], dtype=np.float64), gradient[None]
+
+    return minimise_many_over_psd(one_problem, X, initial_metric[None], config, batch_size=1)[0]
