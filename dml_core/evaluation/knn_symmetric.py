@@ -23,6 +23,7 @@ import os
 
 import numba
 import numpy as np
+import torch
 
 # numba would pick GNU OpenMP (torch loads it), under which a process that forks after a parallel call
 # (DataLoader workers, multiprocessing) is terminated. The built-in work queue is fork-safe; it is not
@@ -214,7 +215,10 @@ def rank_symmetric(
     top_d = np.full((n, k), np.inf, dtype=np.float32)
     top_i = np.full((n, k), _NO_INDEX, dtype=np.int64)
     worst = np.full(n, np.inf, dtype=np.float32)  # top_d[:, -1], kept contiguous
-    n_chunks = max(1, numba.get_num_threads())
+    # As many threads as torch uses (it follows OMP_NUM_THREADS / torch.set_num_threads), so a caller that limits
+    # its threads limits these too; numba's own default would be every core.
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    n_chunks = numba.get_num_threads()
 
     for start, stop in blocks:
         xb = x[start:stop]

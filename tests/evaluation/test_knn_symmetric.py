@@ -115,3 +115,15 @@ def test_the_evaluation_records_which_search_ran():
     )
     assert single_set.protocol["knn"]["search"] == SYMMETRIC_SEARCH
     assert query_gallery.protocol["knn"]["search"].startswith(CHUNKED_SEARCH)
+
+
+def test_it_uses_as_many_threads_as_torch(monkeypatch):
+    import numba
+
+    x, y = _integer_grid(5, 90, 2, 9)
+    expected = _chunked(x, y, 5)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    first, neighbours = rank_symmetric(x, y, 5, block_rows=10)
+    assert numba.get_num_threads() == 1
+    np.testing.assert_array_equal(first, expected[0])
+    np.testing.assert_array_equal(neighbours, expected[1])
