@@ -26,6 +26,22 @@ def git_state(root: Path = PROJECT_ROOT) -> dict:
     return {"commit": commit, "dirty": dirty}
 
 
+def git_record(segments: list[dict]) -> dict:
+    """A results file's git record from the git state at each start of a run (``from``: the iteration or split
+    where that start took over; a resumed run has several, possibly under different commits).
+
+    Read at the start, not when the file is written: the code a process runs is the code it imported.
+
+    >>> git_record([{"from": 0, "commit": "a", "dirty": False}])
+    {'commit': 'a', 'dirty': False}
+    >>> resumed = git_record([{"from": 0, "commit": "a", "dirty": False}, {"from": 7, "commit": "b", "dirty": True}])
+    >>> resumed["commit"], resumed["segments"][1]
+    ('a', {'from': 7, 'commit': 'b', 'dirty': True})
+    """
+    first = {key: value for key, value in segments[0].items() if key != "from"}
+    return first if len(segments) == 1 else {**first, "segments": segments}
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)

@@ -11,6 +11,7 @@ from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
 from dml_core.linear.reproduce import linear_runs, write_run_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
+from dml_core.provenance import git_state
 
 # The plan id recorded in results files this command writes (they come from no pinned plan file).
 AD_HOC_PLAN_ID = "dml-linear-table2"
@@ -82,6 +83,7 @@ def _results_run(args: argparse.Namespace, method: str):
 def run(args: argparse.Namespace) -> int:
     solver = SolverConfig(max_iterations=args.max_iterations)
     for method in args.methods:
+        git_at_start = {"from": 0, **git_state()}
         result = run_table2_protocol(
             args.dataset,
             method,
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         if args.results and method in TABLE2_ROW_SLUGS:
-            print(f"results file: {write_run_results(_results_run(args, method), result)}", flush=True)
+            print(f"results file: {write_run_results(_results_run(args, method), result, [git_at_start])}", flush=True)
         elif args.results:
             print(f"{DISPLAY_NAMES[method]}: no Table 2 row, so no results file", flush=True)
     return 0

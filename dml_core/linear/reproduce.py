@@ -21,6 +21,7 @@ from dml_core.linear.solver import SolverConfig
 from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
 from dml_core.linear.uci import cache_path, get_uci_dataset
 from dml_core.output_paths import results_file, run_folder
+from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
 
 
@@ -120,21 +121,25 @@ def is_linear_finished(run: LinearRun) -> bool:
     return isinstance(results, LinearResultsFile) and results.plan.sha256 == run.sha256
 
 
-def done_splits(run: LinearRun) -> list:
-    """The splits an interrupted earlier attempt of ``run`` finished (none if not resumable)."""
-    return load_done_splits(run.splits_path, run.sha256) if run.splits_path else []
+def done_splits(run: LinearRun) -> tuple[list, list[dict]]:
+    """The splits an interrupted earlier attempt of ``run`` finished and the git segments that computed them
+    (none if not resumable)."""
+    return load_done_splits(run.splits_path, run.sha256) if run.splits_path else ([], [])
 
 
-def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Table2Result:
-    """The Table 2 protocol for one method under the run's (resolved) plan, after its finished splits."""
+def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> tuple[Table2Result, list[dict]]:
+    """The Table 2 protocol for one method under the run's (resolved) plan, after its finished splits; also
+    the git segments of the splits (the earlier starts' and this one's, read now)."""
     plan = run.plan
+    done, segments = done_splits(run)
+    segments = [*segments, {"from": len(done), **git_state()}]
     keep = None
     if run.splits_path is not None:
 
         def keep(splits):
-            save_done_splits(run.splits_path, run.sha256, splits)
+            save_done_splits(run.splits_path, run.sha256, splits, segments)
 
-    return run_table2_protocol(
+    result = run_table2_protocol(
         plan.dataset,
         run.method,
         root=linear_data_root(data_root),
@@ -145,12 +150,13 @@ def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1
         n_folds=plan.cv_folds,
         solver=SolverConfig(max_iterations=plan.max_iterations),
         n_jobs=jobs,
-        done=done_splits(run),
+        done=done,
         on_split=keep,
     )
+    return result, segments
 
 
-def write_run_results(run: LinearRun, result: Table2Result) -> Path:
+def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[dict] | None = None) -> Path:
     """Write ``result`` (obtained under ``run``'s settings) as the run's results file, validated, atomically."""
     record = {
         "id": run.plan.id,
@@ -158,14 +164,16 @@ def write_run_results(run: LinearRun, result: Table2Result) -> Path:
         "sha256": run.sha256,
         "overrides": list(run.overrides),
     }
+    git = git_record(git_segments) if git_segments else None
     return write_linear_results(
-        run.results_path, result, paper=run.key, plan=record, grid_every=run.plan.grid_every, smoke=run.smoke
+        run.results_path, result, paper=run.key, plan=record, grid_every=run.plan.grid_every, smoke=run.smoke, git=git
     )
 
 
 def execute_linear_run(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Path:
     """Run the Table 2 protocol for one method (resuming its finished splits) and write its results file."""
-    path = write_run_results(run, run_protocol(run, data_root=data_root, jobs=jobs))
+    result, segments = run_protocol(run, data_root=data_root, jobs=jobs)
+    path = write_run_results(run, result, segments)
     if run.splits_path is not None:
         run.splits_path.unlink(missing_ok=True)
     return path
@@ -186,7 +194,7 @@ def reproduce_linear(
             log(f"{prefix}: finished earlier ({run.results_path}), skipped")
             skipped.append(run.name)
             continue
-        resumed = len(done_splits(run))
+        resumed = len(done_splits(run)[0])
         after = f", resuming after {resumed} finished (kept in {run.splits_path})" if resumed else ""
         log(f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits{after}")
         execute_linear_run(run, data_root=data_root, jobs=jobs)

@@ -21,8 +21,10 @@ def linear_results_payload(
     plan: dict,
     grid_every: int,
     smoke: bool,
+    git: dict | None = None,
 ) -> dict:
-    """The results-file payload of ``result``; ``plan`` is the ``plan`` record (id, path, sha256, overrides)."""
+    """The results-file payload of ``result``; ``plan`` is the ``plan`` record (id, path, sha256, overrides);
+    ``git``: the record of the git state the run started under (``provenance.git_record``), else read now."""
     settings = result.settings
     row = table2_row_id(settings["method_key"], result.dataset)
     return {
@@ -39,7 +41,7 @@ def linear_results_payload(
         "method_name": result.method,
         "seed": settings["seed"],
         "smoke": smoke,
-        "git": git_state(),
+        "git": git if git is not None else git_state(),
         "environment": {**environment(), "device": "cpu", "sklearn": settings["versions"]["sklearn"]},
         "protocol": {
             "name": "anml-table2",

@@ -119,6 +119,7 @@ def _train(
         if state.get("finished") and state["recipe_sha256"] == recipe.content_hash():
             return results_path
 
+    git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     on_cuda = device.type == "cuda"
     if not on_cuda:
         torch.use_deterministic_algorithms(True, warn_only=True)
@@ -140,6 +141,7 @@ def _train(
     iteration, evaluations, protocol = 0, [], {}
     timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
     resumed_runs = 0
+    git_segments = [{"from": 0, **git_at_start}]
     if resume and checkpoint_path.exists():
         state = load_checkpoint(checkpoint_path)
         if state["recipe_sha256"] != recipe.content_hash():
@@ -160,6 +162,7 @@ def _train(
         _restore_rng(state["rng"], process.rank, device)
         iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
         timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
+        git_segments = [*state.get("git_segments", []), {"from": iteration, **git_at_start}]
 
     def check_finite() -> None:
         try:
@@ -191,6 +194,7 @@ def _train(
                 "protocol": protocol,
                 "timing": timing,
                 "resumed_runs": resumed_runs,
+                "git_segments": git_segments,
             },
         )
 
@@ -271,7 +275,7 @@ def _train(
         "seed": settings.seed,
         "smoke": smoke,
         "world_size": process.world_size,
-        "git": provenance.git_state(),
+        "git": provenance.git_record(git_segments),
         "environment": {
             **provenance.environment(),
             "device": str(device),

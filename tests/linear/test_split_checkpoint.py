@@ -42,8 +42,8 @@ def _splits_without_time(path):
 def _interrupt_after_first_split(monkeypatch):
     original = linear_reproduce.save_done_splits
 
-    def save_then_stop(path, sha256, splits):
-        original(path, sha256, splits)
+    def save_then_stop(*args):
+        original(*args)
         raise Interrupted
 
     monkeypatch.setattr(linear_reproduce, "save_done_splits", save_then_stop)
@@ -64,10 +64,21 @@ def test_an_interrupted_run_resumes_after_its_finished_splits_with_the_same_numb
     assert not run.results_path.exists()
 
     calls = _count_cross_validations(monkeypatch)
+    monkeypatch.setattr(linear_reproduce, "git_state", lambda: {"commit": "b" * 40, "dirty": False})
     execute_linear_run(run)
     assert calls == [1]  # only the second split (seed 0 + 1) was computed again
     assert _splits_without_time(run.results_path) == _splits_without_time(uninterrupted.results_path)
     assert not run.splits_path.exists()  # gone once the results file is written
+    # Each start's git state, with the split where it took over (the second start "ran newer code").
+    git = load_results(run.results_path).git
+    assert [(s["from"], s["commit"]) for s in git["segments"]] == [
+        (0, kept["git_segments"][0]["commit"]),
+        (1, "b" * 40),
+    ]
+    assert (
+        git["commit"] == kept["git_segments"][0]["commit"]
+        and "segments" not in load_results(uninterrupted.results_path).git
+    )
 
 
 def test_splits_kept_under_other_settings_are_not_used(tmp_path, monkeypatch):
@@ -86,7 +97,9 @@ def test_splits_kept_under_other_settings_are_not_used(tmp_path, monkeypatch):
 def test_a_damaged_splits_file_is_refused_naming_the_file_and_field(tmp_path):
     run = _pnca_run(tmp_path)
     run.splits_path.parent.mkdir(parents=True)
-    run.splits_path.write_text(json.dumps({"settings_sha256": run.sha256, "splits": [{"split": 0}]}))
+    run.splits_path.write_text(
+        json.dumps({"settings_sha256": run.sha256, "git_segments": [], "splits": [{"split": 0}]})
+    )
     with pytest.raises(InputError, match=r"splits\.json: field splits\[0\]: expected the fields .* found \['split'\]"):
         execute_linear_run(run)
     run.splits_path.write_text("{not json")

@@ -99,6 +99,10 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_final_metrics(tmp_path, d
     subprocess.run([*command, "--resume"], env=env, check=True, capture_output=True)
     resumed = load_results(tmp_path / "killed" / "results.json")
     assert resumed.timing.resumed_runs == 1
+    # Both starts' git states, with the iteration where each took over (a resume may run newer code).
+    assert [segment["from"] for segment in resumed.git["segments"]] == [0, interrupted_at]
+    assert resumed.git["commit"] == resumed.git["segments"][0]["commit"]
+    assert "segments" not in reference.git
     assert [e.metrics for e in resumed.evaluations] == [e.metrics for e in reference.evaluations]
     assert resumed.selection == reference.selection
 
