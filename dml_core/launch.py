@@ -5,7 +5,9 @@ recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``)
 ``<runs>/[smoke/]submitit/<key>/<job id>/``. With ``wait`` this process waits for every job, reports each
 outcome (a failed job: its error and log file; the others still run) and builds the tables as the inline
 runner does. Without it, it returns once the jobs are submitted; re-running the same command after they end
-skips the finished runs and builds the tables (``dml tables --paper KEY`` builds them too).
+skips the finished runs and builds the tables (``dml tables --paper KEY`` builds them too). Every submission is
+recorded in the job folder (``submissions.json``: run -> launcher and job id), so re-running the command while
+earlier jobs are still queued or running does not submit those runs again (with ``wait``, it waits for them).
 
 Launchers: ``slurm`` (sbatch, through submitit's SlurmExecutor: run it where ``srun`` is, with the repository,
 the runs folder and the results folder on a file system every node sees) and ``local`` (submitit's
@@ -22,9 +24,12 @@ every GPU of the node visible and LOCAL_RANK choosing one, as under torchrun. Lo
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +38,7 @@ import submitit
 from submitit.core.utils import FailedJobError
 
 import dml_core
+from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
 from dml_core.output_paths import jobs_folder
 from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
@@ -58,10 +64,75 @@ class JobResources:
 
 @dataclass
 class LaunchReport(ReproduceReport):
-    """``ReproduceReport`` plus the submitted jobs (run name -> submitit job) and their log folder."""
+    """``ReproduceReport`` plus the submitted jobs (run name -> submitit job), the jobs of earlier submissions
+    still queued or running (run name -> job id; not submitted again) and their log folder."""
 
     jobs: dict[str, submitit.Job] = field(default_factory=dict)
+    running: dict[str, str] = field(default_factory=dict)
     job_folder: Path | None = None
+
+
+SUBMISSIONS_NAME = "submissions.json"
+# Slurm job states (sacct) in which a job still holds or waits for its allocation.
+ACTIVE_SLURM_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SUSPENDED",
+    }
+)
+
+
+def read_submissions(job_folder: Path) -> dict[str, dict]:
+    """Run name -> {"launcher", "job_id"} of every earlier submission from ``job_folder``."""
+    path = job_folder / SUBMISSIONS_NAME
+    if not path.is_file():
+        return {}
+    try:
+        submissions = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: expected the JSON record of submitted jobs, found invalid JSON ({error})") from None
+    if not isinstance(submissions, dict) or not all(
+        isinstance(entry, dict) and {"launcher", "job_id"} <= set(entry) for entry in submissions.values()
+    ):
+        raise InputError(f"{path}: expected run name -> {{launcher, job_id}} for each run, found {submissions!r}")
+    return submissions
+
+
+def record_submissions(job_folder: Path, launcher: str, jobs: Mapping[str, submitit.Job]) -> None:
+    submissions = read_submissions(job_folder)
+    submissions.update({name: {"launcher": launcher, "job_id": job.job_id} for name, job in jobs.items()})
+    atomic_write_json(job_folder / SUBMISSIONS_NAME, submissions)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    # An ended child its parent has not reaped yet (a zombie) still answers the signal.
+    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
+
+
+def job_is_active(launcher: str, job_folder: Path, job_id: str) -> bool:
+    """Whether a job submitted earlier is still queued or running: a local job is its controller process (its
+    job id is the pid); a Slurm job is asked for its state (sacct, through submitit)."""
+    if launcher == "local":
+        return _process_alive(int(job_id))
+    try:
+        state = submitit.SlurmJob(folder=job_folder / "%j", job_id=job_id).state
+    except (OSError, subprocess.CalledProcessError):  # no sacct here: the job cannot be asked, so submit anew
+        return False
+    return state.split()[0].upper() in ACTIVE_SLURM_STATES
 
 
 def parse_slurm_params(items: Sequence[str]) -> dict[str, str | bool]:
@@ -195,11 +266,16 @@ def launch_paper(
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
         log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
     report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke))
-    todo = []
+    todo, earlier = [], read_submissions(report.job_folder)
     for plan in plans:
+        entry = earlier.get(plan.name)
         if is_finished(plan):
             log(f"{plan.name}: finished earlier ({plan.results_path}), skipped")
             report.skipped.append(plan.name)
+        elif entry and job_is_active(entry["launcher"], report.job_folder, entry["job_id"]):
+            job = f"{entry['launcher']} job {entry['job_id']}"
+            log(f"{plan.name}: still queued or running as {job}, not submitted again")
+            report.running[plan.name] = entry["job_id"]
         else:
             todo.append(plan)
     plan_of_job: dict[str, PlannedRun] = {}
@@ -212,8 +288,9 @@ def launch_paper(
             report.jobs[plan.name] = job
             plan_of_job[job.job_id] = plan
             log(f"{plan.name}: submitted as {launcher} job {job.job_id} (logs in {job.paths.folder})")
-        if not wait:
-            return report
+        record_submissions(report.job_folder, launcher, report.jobs)
+    if not wait and (todo or report.running):
+        return report
     for job in submitit.helpers.as_completed(list(report.jobs.values()), poll_frequency=poll_s):
         plan = plan_of_job[job.job_id]
         failure = job_failure(job, plan)
@@ -223,5 +300,32 @@ def launch_paper(
         else:
             log(f"{plan.name}: FAILED (job {job.job_id}): {failure}")
             report.failed[plan.name] = failure
+    _wait_for_earlier_jobs(report, {plan.name: plan for plan in plans}, earlier, poll_s, log)
     report.tables = paper.build_tables(tolerances, log)
     return report
+
+
+def _wait_for_earlier_jobs(
+    report: LaunchReport,
+    plans: Mapping[str, PlannedRun],
+    earlier: Mapping[str, dict],
+    poll_s: float,
+    log: Callable[[str], None],
+) -> None:
+    """Wait until the jobs of earlier submissions that were still running end; record each as trained or failed."""
+    waiting = dict(report.running)
+    while waiting:
+        for name, job_id in list(waiting.items()):
+            if job_is_active(earlier[name]["launcher"], report.job_folder, job_id):
+                continue
+            del waiting[name]
+            plan = plans[name]
+            if is_finished(plan):
+                log(f"{name}: finished (job {job_id}, submitted earlier): {plan.results_path}")
+                report.trained.append(name)
+            else:
+                failure = f"the job ended without writing {plan.results_path} (logs in {report.job_folder / job_id})"
+                log(f"{name}: FAILED (job {job_id}, submitted earlier): {failure}")
+                report.failed[name] = failure
+        if waiting:
+            time.sleep(poll_s)

@@ -27,6 +27,7 @@ from dml_core.launch import (
     launch_paper,
     make_executor,
     parse_slurm_params,
+    read_submissions,
 )
 from dml_core.reproduce import PaperRun
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
@@ -113,7 +114,7 @@ def test_slurm_submits_one_array_with_the_requested_resources(tmp_path, monkeypa
     ]  # fmt: skip
     assert main([*_paper(tmp_path), *slurm]) == 0
     out = capsys.readouterr().out
-    assert "2 jobs submitted, 0 skipped (finished)" in out
+    assert "2 jobs submitted, 0 still queued or running from earlier, 0 skipped (finished)" in out
     assert "lifted-cub200 seed 0: job 4242_0" in out and "ours-cub200 seed 0: job 4242_1" in out
     (script,) = record.iterdir()
     lines = script.read_text().splitlines()
@@ -131,6 +132,17 @@ def test_slurm_submits_one_array_with_the_requested_resources(tmp_path, monkeypa
     job = DelayedSubmission.load(folder / "4242_1" / "4242_1_submitted.pkl").function
     assert isinstance(job, TrainJob) and job.plan.recipe.id == "ours-cub200" and job.plan.smoke
     assert job.plan.results_path == _results(tmp_path, "ours-cub200")
+
+    # Again, while Slurm (sacct) says one element still runs and the other ended without results: only the
+    # ended one is submitted again.
+    sacct = tmp_path / "fake-slurm" / "sacct"
+    sacct.write_text("#!/bin/sh\nprintf 'JobID|State|NodeList\\n4242_0|FAILED|n1\\n4242_1|RUNNING|n1\\n'\n")
+    sacct.chmod(stat.S_IRWXU)
+    assert main([*_paper(tmp_path), *slurm]) == 0
+    out = capsys.readouterr().out
+    assert "ours-cub200 seed 0: still queued or running as slurm job 4242_1, not submitted again" in out
+    assert "1 jobs submitted, 1 still queued or running from earlier, 0 skipped (finished)" in out
+    assert "  lifted-cub200 seed 0: job 4242\n" in out and "  ours-cub200 seed 0: job 4242_1 (submitted earlier)" in out
 
 
 def test_slurm_needs_a_cluster(tmp_path, monkeypatch, capsys):
@@ -189,6 +201,39 @@ def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path,
     folders += ["--tables", str(tmp_path / "tables"), "--papers-dir", str(tmp_path / "papers")]
     assert main(["tables", "--paper", PAPER_KEY, "--smoke", "--no-plots", *folders]) == 0
     assert _table_rows(tmp_path) == {"ours-cub200": "0", "lifted-cub200": "—"}
+
+
+@pytest.mark.slow
+def test_a_run_whose_earlier_job_still_runs_is_not_submitted_again(tmp_path, capsys, one_thread_jobs):
+    _paper(tmp_path)
+    paper = PaperRun(
+        PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
+        tables_root=tmp_path / "tables", smoke=True, only=["ours-cub200"], progress=False,
+    )  # fmt: skip
+    resources = JobResources(timeout_min=10)
+    first = launch_paper(paper, launcher="local", wait=False, resources=resources)
+    (job,) = first.jobs.values()
+    again = launch_paper(paper, launcher="local", wait=False, resources=resources)  # the job is still starting
+    assert not again.jobs and again.running == {"ours-cub200 seed 0": job.job_id}
+    assert f"ours-cub200 seed 0: still queued or running as local job {job.job_id}, not submitted again" in (
+        capsys.readouterr().out
+    )
+    waited = launch_paper(paper, launcher="local", wait=True, resources=resources, poll_s=0.2)
+    assert not waited.jobs and waited.trained == ["ours-cub200 seed 0"] and waited.tables is not None
+    assert job.exception() is None and _results(tmp_path, "ours-cub200").is_file()
+    folder = tmp_path / "runs" / "smoke" / "submitit" / PAPER_KEY
+    assert len(list(folder.glob("*/*_submitted.pkl"))) == 1  # one job in all
+    assert json.loads((folder / "submissions.json").read_text()) == {
+        "ours-cub200 seed 0": {"launcher": "local", "job_id": job.job_id}
+    }
+    # Ended: the next call skips the finished run (no job asked about, none submitted).
+    assert launch_paper(paper, launcher="local", wait=False, resources=resources).skipped == ["ours-cub200 seed 0"]
+
+
+def test_a_damaged_submissions_record_is_refused_naming_it(tmp_path):
+    (tmp_path / "submissions.json").write_text('{"run seed 0": {"job_id": "1"}}')
+    with pytest.raises(InputError, match=r"submissions\.json: expected run name -> \{launcher, job_id\}"):
+        read_submissions(tmp_path)
 
 
 class _ReportRank(PaperRun):

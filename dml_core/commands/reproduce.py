@@ -76,7 +76,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="wait for the jobs, report each, build the tables (default); --no-wait: print the job ids and return "
-        "(re-run the command once they end: finished runs are skipped and the tables built)",
+        "(re-run the command any time: running jobs are not submitted again, finished runs are skipped)",
     )
     group.add_argument(
         "--gpus-per-job",
@@ -138,13 +138,16 @@ def run(args: argparse.Namespace) -> int:
         report = _launch(args, paper)
         if report.tables is None:  # --no-wait, jobs submitted
             print(
-                f"{args.paper}: {len(report.jobs)} jobs submitted, {len(report.skipped)} skipped (finished); logs "
-                f"under {report.job_folder}. Once they have ended, run this command again (finished runs are "
-                f"skipped, the tables built) or `dml tables --paper {args.paper}{' --smoke' if args.smoke else ''}`; "
-                "not before: it would submit the unfinished runs a second time."
+                f"{args.paper}: {len(report.jobs)} jobs submitted, {len(report.running)} still queued or running "
+                f"from earlier, {len(report.skipped)} skipped (finished); logs under {report.job_folder}. Run this "
+                "command again at any time: runs whose jobs are still queued or running are not submitted again, "
+                f"and once all have ended the tables are built (or `dml tables --paper {args.paper}"
+                f"{' --smoke' if args.smoke else ''}`)."
             )
             for name, job in report.jobs.items():
                 print(f"  {name}: job {job.job_id}")
+            for name, job_id in report.running.items():
+                print(f"  {name}: job {job_id} (submitted earlier)")
             return 0
     print(
         f"{args.paper}: {len(report.trained)} trained, {len(report.skipped)} skipped (finished), "
