@@ -24,7 +24,6 @@ every GPU of the node visible and LOCAL_RANK choosing one, as under torchrun. Lo
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -38,7 +37,7 @@ import submitit
 from submitit.core.utils import FailedJobError
 
 import dml_core
-from dml_core.atomic_io import atomic_write_json
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.output_paths import jobs_folder
 from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
@@ -94,13 +93,8 @@ def read_submissions(job_folder: Path) -> dict[str, dict]:
     path = job_folder / SUBMISSIONS_NAME
     if not path.is_file():
         return {}
-    try:
-        submissions = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: expected the JSON record of submitted jobs, found invalid JSON ({error})") from None
-    if not isinstance(submissions, dict) or not all(
-        isinstance(entry, dict) and {"launcher", "job_id"} <= set(entry) for entry in submissions.values()
-    ):
+    submissions = read_json_object(path, "record of submitted jobs")
+    if not all(isinstance(entry, dict) and {"launcher", "job_id"} <= set(entry) for entry in submissions.values()):
         raise InputError(f"{path}: expected run name -> {{launcher, job_id}} for each run, found {submissions!r}")
     return submissions
 

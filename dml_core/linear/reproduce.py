@@ -156,17 +156,23 @@ def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1
     return result, segments
 
 
-def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[dict] | None = None) -> Path:
-    """Write ``result`` (obtained under ``run``'s settings) as the run's results file, validated, atomically."""
+def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[dict]) -> Path:
+    """Write ``result`` (obtained under ``run``'s settings, by the starts ``git_segments`` records) as the run's
+    results file, validated, atomically."""
     record = {
         "id": run.plan.id,
         "path": str(run.plan_path) if run.plan_path else None,
         "sha256": run.sha256,
         "overrides": list(run.overrides),
     }
-    git = git_record(git_segments) if git_segments else None
     return write_linear_results(
-        run.results_path, result, paper=run.key, plan=record, grid_every=run.plan.grid_every, smoke=run.smoke, git=git
+        run.results_path,
+        result,
+        paper=run.key,
+        plan=record,
+        grid_every=run.plan.grid_every,
+        smoke=run.smoke,
+        git=git_record(git_segments),
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dml_core.linear.plan import TABLE2_ID, table2_row_id
 from dml_core.linear.protocol import N_FOLDS, PAPER_SPLITS, Table2Result
-from dml_core.provenance import environment, git_state
+from dml_core.provenance import environment
 from dml_core.results import SCHEMA_VERSION, LinearProtocolRecord, write_results
 
 PREPROCESSING = "z-score per feature, then PCA to 150 dimensions above 150 features; both fitted on the train part"
@@ -21,10 +21,10 @@ def linear_results_payload(
     plan: dict,
     grid_every: int,
     smoke: bool,
-    git: dict | None = None,
+    git: dict,
 ) -> dict:
     """The results-file payload of ``result``; ``plan`` is the ``plan`` record (id, path, sha256, overrides);
-    ``git``: the record of the git state the run started under (``provenance.git_record``), else read now."""
+    ``git``: the record of the git state the run started under (``provenance.git_record``)."""
     settings = result.settings
     row = table2_row_id(settings["method_key"], result.dataset)
     return {
@@ -41,7 +41,7 @@ def linear_results_payload(
         "method_name": result.method,
         "seed": settings["seed"],
         "smoke": smoke,
-        "git": git if git is not None else git_state(),
+        "git": git,
         "environment": {**environment(), "device": "cpu", "sklearn": settings["versions"]["sklearn"]},
         "protocol": {
             "name": "anml-table2",

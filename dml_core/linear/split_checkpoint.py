@@ -8,11 +8,10 @@ settings starts after them. The file goes once the results file is written.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from dml_core.atomic_io import atomic_write_json
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.linear.protocol import SplitResult
 
@@ -29,12 +28,10 @@ def load_done_splits(path: Path, settings_sha256: str) -> tuple[list[SplitResult
     ``settings_sha256``; otherwise none."""
     if not path.is_file():
         return [], []
-    try:
-        kept = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: expected the JSON of finished splits, found invalid JSON ({error})") from error
-    if not isinstance(kept, dict) or not isinstance(kept.get("splits"), list):
-        raise InputError(f"{path}: field splits: expected a list of finished splits, found {type(kept).__name__}")
+    kept = read_json_object(path, "finished splits")
+    if not isinstance(kept.get("splits"), list):
+        found = type(kept.get("splits")).__name__
+        raise InputError(f"{path}: field splits: expected a list of finished splits, found {found}")
     if kept.get("settings_sha256") != settings_sha256:
         return [], []  # other settings: those splits do not belong to this run
     segments = kept.get("git_segments")

@@ -103,7 +103,7 @@ def test_a_damaged_splits_file_is_refused_naming_the_file_and_field(tmp_path):
     with pytest.raises(InputError, match=r"splits\.json: field splits\[0\]: expected the fields .* found \['split'\]"):
         execute_linear_run(run)
     run.splits_path.write_text("{not json")
-    with pytest.raises(InputError, match=r"splits\.json: expected the JSON of finished splits, found invalid JSON"):
+    with pytest.raises(InputError, match=r"splits\.json: not valid JSON \(Expecting property name"):
         execute_linear_run(run)
 
 
