@@ -215,12 +215,12 @@ def load_recipe(path: str | Path, overrides: list[str] = ()) -> Recipe:
 
 
 def smoke_version(recipe: Recipe) -> Recipe:
-    """The same recipe shrunk for a CPU smoke run on the embedded dataset (results are marked smoke)."""
+    """The same recipe shrunk for a CPU smoke run on the embedded dataset (results are marked smoke); its
+    ``data.pipeline`` stays (the embedded set's image cache is built on first use)."""
     smoke = recipe.smoke
     tree = recipe.model_dump(mode="python")
     tree["data"]["dataset"] = "embedded"
     tree["data"]["num_workers"] = 0
-    tree["data"]["pipeline"] = "pil"
     tree["data"]["transforms"].update(crop_size=smoke.image_size, resize=smoke.resize)
     tree["model"]["weights"] = "random"
     tree["sampler"]["params"].update(smoke.sampler_params)

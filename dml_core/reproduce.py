@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
@@ -27,6 +28,7 @@ from dml_core.recipe import Recipe, load_recipe, smoke_version
 from dml_core.results import load_results
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances
 from dml_core.training.builders import data_root as resolve_data_root
+from dml_core.training.builders import transform_config
 
 
 @dataclass(frozen=True)
@@ -85,12 +87,14 @@ def plan_runs(
     smoke: bool,
     runs_root: Path,
     results_root: Path,
+    pipeline: str | None = None,
 ) -> list[PlannedRun]:
-    """Every recipe x seed (``seeds=None``: each recipe's own ``training.seed``)."""
+    """Every recipe x seed (``seeds=None``: each recipe's own ``training.seed``); ``pipeline`` overrides every
+    recipe's ``data.pipeline`` (recorded with the seed as the run's overrides)."""
     plans = []
     for path in recipe_paths:
         for seed in seeds if seeds is not None else [load_recipe(path).training.seed]:
-            overrides = (f"training.seed={seed}",)
+            overrides = (f"training.seed={seed}",) + ((f"data.pipeline={pipeline}",) if pipeline else ())
             recipe = load_recipe(path, list(overrides))
             if recipe.paper != key:
                 raise InputError(f"{path}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
@@ -121,6 +125,11 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
                 f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
                 f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
             )
+        elif recipe.data.pipeline == "cache" and not spec.generated:  # the generated set's is built on first use
+            config = transform_config(recipe)
+            problem = cache_problem(spec.name, root, "train", config.resize_mode, config.resize)
+            if problem:
+                problems.append(f"{plan.recipe_path}: data.pipeline cache: {problem}")
         weights = recipe.model.weights
         if weights == "pretrained":
             expected = WEIGHT_FILES[recipe.model.backbone]
@@ -161,6 +170,7 @@ class PaperRun:
     tolerances_path: Path | None = None
     progress: bool = True
     linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
+    pipeline: str | None = None  # "pil" or "cache" for every deep recipe's data.pipeline; None: as the recipe says
 
     def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -171,7 +181,9 @@ class PaperRun:
         (read now: a bad file should not cost a night of training before the tables fail).
         """
         deep_paths, linear_paths = paper_plan_paths(self.recipes_dir, self.key, self.only)
-        plans = plan_runs(self.key, deep_paths, self.seeds, self.smoke, self.runs_root, self.results_root)
+        plans = plan_runs(
+            self.key, deep_paths, self.seeds, self.smoke, self.runs_root, self.results_root, self.pipeline
+        )
         linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root, self.runs_root)
         problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
         if problems:

@@ -10,9 +10,9 @@ from dml_core.reproduce import missing_inputs, paper_recipe_paths, plan_runs, re
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
-def _plans(tmp_path, seeds=None, smoke=False, only=()):
+def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None):
     paths = paper_recipe_paths(tmp_path / "reproduce", PAPER_KEY, only)
-    return plan_runs(PAPER_KEY, paths, seeds, smoke, tmp_path / "runs", tmp_path / "results")
+    return plan_runs(PAPER_KEY, paths, seeds, smoke, tmp_path / "runs", tmp_path / "results", pipeline)
 
 
 def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
@@ -50,6 +50,30 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
     (tmp_path / "weights" / "googlenet-1378be20.pth").write_bytes(b"checked by sha256 when loaded")
     assert missing_inputs(plans, data) == []
     assert missing_inputs(_plans(tmp_path, smoke=True), tmp_path / "empty") == []  # smoke needs nothing
+
+
+def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "googlenet-1378be20.pth").write_bytes(b"checked by sha256 when loaded")
+    write_recipe(tmp_path / "reproduce")
+    data = tmp_path / "data"
+    (data / "cub200").mkdir(parents=True)
+    (data / "cub200" / "dml_index.csv").write_text("path,label,split\n")
+    assert missing_inputs(_plans(tmp_path), data) == []  # the recipe's own pipeline, pil, needs no cache
+    plans = _plans(tmp_path, seeds=[3], pipeline="cache")
+    assert plans[0].overrides == ("training.seed=3", "data.pipeline=cache")
+    assert plans[0].recipe.data.pipeline == "cache"
+    (line,) = missing_inputs(plans, data)
+    transforms = plans[0].recipe.data.transforms
+    assert line.startswith(f"{plans[0].recipe_path}: data.pipeline cache: {data / 'cub200' / 'cache'}")
+    assert (
+        f"run `dml prepare cub200 --root {data} --cache {transforms.resize_mode} --cache-size {transforms.resize}`"
+        in line
+    )
+    smoke = _plans(tmp_path, smoke=True, pipeline="cache")
+    assert smoke[0].recipe.data.pipeline == "cache"  # kept by the smoke version
+    assert missing_inputs(smoke, tmp_path / "empty") == []  # the embedded set's cache is built on first use
 
 
 def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch):
@@ -100,3 +124,17 @@ def test_a_paper_reproduced_under_torchrun_trains_each_run_on_every_process_and_
     results = load_results(tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json")
     assert results.world_size == 2 and results.environment["distributed"]["images_per_process"] == 4
     assert (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").is_file()
+
+
+@pytest.mark.slow
+def test_the_cache_pipeline_reproduces_under_torchrun_building_the_embedded_cache_once(tmp_path):
+    from dml_core.results import load_results
+    from tests.torchrun import torchrun
+
+    completed = torchrun(2, "-m", "dml_core.cli", *_smoke_paper_args(tmp_path), "--pipeline", "cache")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = load_results(tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json")
+    assert results.recipe.overrides == ["training.seed=0", "data.pipeline=cache"]
+    assert results.world_size == 2
+    caches = sorted(path.name for path in (tmp_path / "data" / "embedded" / "cache").iterdir())
+    assert len(caches) == 1 and ".partial" not in caches[0]  # both ranks' staging folders are gone

@@ -48,6 +48,13 @@ def add_parser(subparsers) -> None:
         help="processes for the grid searches of the linear plans (reproduce/KEY/linear/, anml Table 2); "
         "the numbers do not depend on it",
     )
+    parser.add_argument(
+        "--pipeline",
+        choices=("pil", "cache"),
+        help="data.pipeline of every deep recipe (default: as the recipe says, pil): cache trains from the decoded "
+        "uint8 cache (`dml prepare DATASET --cache MODE --cache-size N` first; the preflight says which), with "
+        "crops, flips and normalisation on the device: the fast path for GPUs; recorded as an override",
+    )
     _add_launcher_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -131,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         tolerances_path=args.tolerances,
         progress=not args.no_progress,
         linear_jobs=args.linear_jobs,
+        pipeline=args.pipeline,
     )
     if args.launcher == "inline":
         report = reproduce(paper)

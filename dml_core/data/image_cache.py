@@ -14,7 +14,7 @@ temporary folder and renamed into place, so a cache is either complete or absent
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +24,11 @@ import torch
 from torchvision.transforms import v2
 from tqdm import tqdm
 
-from dml_core.atomic_io import atomic_write_json
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.data.images import load_image
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
+from dml_core.data.registry import get_spec
 from dml_core.data.transforms import TransformConfig, resize_step
 from dml_core.errors import InputError
 
@@ -47,7 +48,8 @@ def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: 
     split_index = load_split(dataset, root, split)
     resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
     target = cache_dir(root, dataset, split, resize_mode, resize)
-    staging = target.with_name(target.name + ".partial")
+    # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide.
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     n = len(split_index)
@@ -99,16 +101,34 @@ class ImageCache:
         )
 
 
-def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
-    """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do."""
+def cache_problem(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> str | None:
+    """Why the cache cannot be used (missing, or stale: built from another index or cache version), with the
+    command that (re)builds it; None when it is there and current."""
     folder = cache_dir(root, dataset, split, resize_mode, resize)
     meta_path = folder / "meta.json"
     rebuild = f"run `dml prepare {dataset} --root {root} --cache {resize_mode} --cache-size {resize}`"
     if not meta_path.is_file():
-        raise InputError(f"{folder}: no image cache for {dataset}/{split} ({resize_mode} {resize}); {rebuild}")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("version") != CACHE_VERSION or meta["index_sha256"] != _index_sha256(root, dataset):
-        raise InputError(f"{meta_path}: cache is stale (built from another index or version); {rebuild}")
+        return f"{folder}: no image cache for {dataset}/{split} ({resize_mode} {resize}); {rebuild}"
+    try:
+        meta = read_json_object(meta_path, "image cache metadata")
+    except InputError as damaged:
+        return f"{damaged}; {rebuild}"
+    if meta.get("version") != CACHE_VERSION or meta.get("index_sha256") != _index_sha256(root, dataset):
+        return f"{meta_path}: cache is stale (built from another index or version); {rebuild}"
+    return None
+
+
+def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
+    """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do. The generated
+    ``embedded`` dataset's cache is built on first use (seconds), as the dataset itself is."""
+    if get_spec(dataset).generated:
+        load_split(dataset, root, split)  # generates the dataset (and its index) on first use
+        if cache_problem(dataset, root, split, resize_mode, resize):
+            build_cache(dataset, root, split, resize_mode, resize, progress=False)
+    problem = cache_problem(dataset, root, split, resize_mode, resize)
+    if problem:
+        raise InputError(problem)
+    folder = cache_dir(root, dataset, split, resize_mode, resize)
     index = np.load(folder / "index.npz")
     pixels = np.memmap(folder / "pixels.u8", dtype=np.uint8, mode="c")  # copy-on-write: never written
     if len(pixels) != int(index["offsets"][-1]):

@@ -5,7 +5,7 @@ import torch
 from torchvision.transforms import v2
 
 from dml_core.data import load_image, load_split
-from dml_core.data.image_cache import build_cache, cache_dir, load_cache
+from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, load_cache
 from dml_core.data.transforms import TransformConfig, resize_step
 from dml_core.errors import InputError
 
@@ -35,4 +35,24 @@ def test_missing_and_stale_caches_say_what_to_run(odd_sized_cub):
     index.write_text(index.read_text() + "\n")  # the dataset was prepared again since
     with pytest.raises(InputError, match="cache is stale"):
         load_cache("cub200", odd_sized_cub, "train", "squash", 40)
-    assert not cache_dir(odd_sized_cub, "cub200", "train", "squash", 40).with_name("train-squash40.partial").exists()
+    folder = cache_dir(odd_sized_cub, "cub200", "train", "squash", 40)
+    assert [path.name for path in folder.parent.iterdir()] == [folder.name]  # no staging folder left behind
+
+
+def test_a_damaged_cache_record_is_refused_with_what_to_run(odd_sized_cub):
+    folder = build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    (folder / "meta.json").write_text('{"version": 1, "dataset"')  # cut off mid-write by hand
+    expected = r"meta.json: not valid JSON .*; run `dml prepare cub200 .* --cache squash --cache-size 40`"
+    with pytest.raises(InputError, match=expected):
+        load_cache("cub200", odd_sized_cub, "train", "squash", 40)
+    assert cache_problem("cub200", odd_sized_cub, "train", "squash", 40).startswith(str(folder / "meta.json"))
+
+
+def test_the_generated_datasets_cache_is_built_on_first_use(tmp_path):
+    assert not cache_dir(tmp_path, "embedded", "train", "squash", 24).exists()
+    cache = load_cache("embedded", tmp_path, "train", "squash", 24)
+    assert cache_problem("embedded", tmp_path, "train", "squash", 24) is None
+    assert len(cache) == len(load_split("embedded", tmp_path, "train"))
+    assert (cache.heights == 24).all() and (cache.widths == 24).all()
+    with pytest.raises(InputError, match="no image cache for cub200/train"):
+        load_cache("cub200", tmp_path, "train", "squash", 24)  # a downloaded dataset's never is

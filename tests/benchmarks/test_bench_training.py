@@ -1,0 +1,28 @@
+"""The training benchmark still runs (the test gate does not collect bench_*.py): one paper, both pipelines, in
+its reduced CPU mode, with its report written outside the repository."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_training_benchmark_measures_both_pipelines(tmp_path):
+    command = [
+        sys.executable, "-m", "pytest", str(ROOT / "tests" / "benchmarks" / "bench_training.py"), "-q",
+        "-o", "python_files=bench_*.py", "--benchmark-only", "-k", "damlrrm or write_report", "-p", "no:cacheprovider",
+    ]  # fmt: skip
+    environment = {**os.environ, "DML_BENCH_OUT": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
+    assert completed.returncode == 0, completed.stdout[-3000:]
+    report = json.loads((tmp_path / "training-cpu.json").read_text())
+    measured = report["papers"]["damlrrm"]["pipelines"]
+    assert set(measured) == {"pil", "cache"}
+    for numbers in measured.values():
+        assert numbers["end_to_end_iterations_per_second"] > 0 and numbers["model_only_iterations_per_second"] > 0
