@@ -69,7 +69,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks (not part of the test gate): tests/benchmarks/bench_*.py; JSON lands in tables/benchmarks/.
+    """Benchmarks: tests/benchmarks/bench_*.py (the test gate only checks that the training one runs); JSON lands
+    in tables/benchmarks/.
 
     DML_BENCH_SCALE=0.1 runs a reduced, quick check of the same code."""
     python = shared_python(session)
@@ -117,7 +118,8 @@ def nightly(session: nox.Session) -> None:
 
     Fails when a number is below published (or the previous nightly) minus its tolerance, or a run failed.
     The summary (tables/nightly/summary.json) is replaced only by a passing check. '-- --smoke' runs the
-    smoke versions and compares them with the previous smoke nightly (tables/smoke/nightly/)."""
+    smoke versions and compares them with the previous smoke nightly (tables/smoke/nightly/); on a GPU box,
+    '-- --pipeline cache' trains from the decoded uint8 caches (`dml prepare DATASET --cache MODE`)."""
     smoke = "--smoke" in session.posargs
     nightly_dir = Path(os.environ.get("DML_TABLES_DIR", "tables")) / ("smoke" if smoke else "") / "nightly"
     failed = []
