@@ -127,11 +127,16 @@ def done_splits(run: LinearRun) -> tuple[list, list[dict]]:
     return load_done_splits(run.splits_path, run.sha256) if run.splits_path else ([], [])
 
 
-def run_protocol(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> tuple[Table2Result, list[dict]]:
+def run_protocol(
+    run: LinearRun, *, data_root: Path | None = None, jobs: int = 1, announce: Callable[[str], None] | None = None
+) -> tuple[Table2Result, list[dict]]:
     """The Table 2 protocol for one method under the run's (resolved) plan, after its finished splits; also
-    the git segments of the splits (the earlier starts' and this one's, read now)."""
+    the git segments of the splits (the earlier starts' and this one's, read now). ``announce`` is told how
+    many splits an earlier attempt finished (", resuming after N finished (kept in PATH)", or "")."""
     plan = run.plan
     done, segments = done_splits(run)
+    if announce is not None:
+        announce(f", resuming after {len(done)} finished (kept in {run.splits_path})" if done else "")
     segments = [*segments, {"from": len(done), **git_state()}]
     keep = None
     if run.splits_path is not None:
@@ -176,9 +181,11 @@ def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[d
     )
 
 
-def execute_linear_run(run: LinearRun, *, data_root: Path | None = None, jobs: int = 1) -> Path:
+def execute_linear_run(
+    run: LinearRun, *, data_root: Path | None = None, jobs: int = 1, announce: Callable[[str], None] | None = None
+) -> Path:
     """Run the Table 2 protocol for one method (resuming its finished splits) and write its results file."""
-    result, segments = run_protocol(run, data_root=data_root, jobs=jobs)
+    result, segments = run_protocol(run, data_root=data_root, jobs=jobs, announce=announce)
     path = write_run_results(run, result, segments)
     if run.splits_path is not None:
         run.splits_path.unlink(missing_ok=True)
@@ -200,9 +207,9 @@ def reproduce_linear(
             log(f"{prefix}: finished earlier ({run.results_path}), skipped")
             skipped.append(run.name)
             continue
-        resumed = len(done_splits(run)[0])
-        after = f", resuming after {resumed} finished (kept in {run.splits_path})" if resumed else ""
-        log(f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits{after}")
-        execute_linear_run(run, data_root=data_root, jobs=jobs)
+        start = f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits"
+        execute_linear_run(
+            run, data_root=data_root, jobs=jobs, announce=lambda resuming, start=start: log(start + resuming)
+        )
         trained.append(run.name)
     return trained, skipped

@@ -51,7 +51,9 @@ def _interrupt_after_first_split(monkeypatch):
 
 def test_an_interrupted_run_resumes_after_its_finished_splits_with_the_same_numbers(tmp_path, monkeypatch):
     uninterrupted = _pnca_run(tmp_path, "reference")
-    execute_linear_run(uninterrupted)
+    announced = []
+    execute_linear_run(uninterrupted, announce=announced.append)
+    assert announced == [""]  # nothing to resume
 
     run = _pnca_run(tmp_path)
     assert run.splits_path == tmp_path / "runs" / "smoke" / "anml" / "pnca-uci-iris-seed0" / "splits.json"
@@ -65,7 +67,9 @@ def test_an_interrupted_run_resumes_after_its_finished_splits_with_the_same_numb
 
     calls = _count_cross_validations(monkeypatch)
     monkeypatch.setattr(linear_reproduce, "git_state", lambda: {"commit": "b" * 40, "dirty": False})
-    execute_linear_run(run)
+    announced = []
+    execute_linear_run(run, announce=announced.append)
+    assert announced == [f", resuming after 1 finished (kept in {run.splits_path})"]
     assert calls == [1]  # only the second split (seed 0 + 1) was computed again
     assert _splits_without_time(run.results_path) == _splits_without_time(uninterrupted.results_path)
     assert not run.splits_path.exists()  # gone once the results file is written
