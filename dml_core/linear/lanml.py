@@ -55,9 +55,6 @@ class LanmlSets:
     queries: np.ndarray  # (n,) bool: the queries that take part
     similar: PackedSet
     dissimilar: PackedSet
-    # (n * n,): where each entry of the dense (n, n) gradient sits in the concatenation of the flattened
-    # S blocks, D blocks and one final 0 (entries in no set): the dense gradient is one gather from it.
-    unpack: np.ndarray
 
     @classmethod
     def from_masks(cls, similar: np.ndarray, dissimilar: np.ndarray) -> LanmlSets:
@@ -66,10 +63,7 @@ class LanmlSets:
         queries = similar.any(axis=1) & dissimilar.any(axis=1)
         packed_similar = PackedSet.from_mask(similar & queries[:, None])
         packed_dissimilar = PackedSet.from_mask(dissimilar & queries[:, None])
-        members = np.concatenate([m.ravel() for m in packed_similar.members + packed_dissimilar.members])
-        unpack = np.full(similar.size, len(members))
-        unpack[members] = np.arange(len(members))
-        return cls(len(queries), queries, packed_similar, packed_dissimilar, unpack)
+        return cls(len(queries), queries, packed_similar, packed_dissimilar)
 
 
 def lanml_objective(
@@ -103,7 +97,7 @@ def lanml_objectives(
     n, lead = sets.n, distances.shape[:-2]
     gamma1, gamma2, lam = (np.asarray(h, dtype=np.float64) for h in (gamma1, gamma2, lam))
     flat = distances.reshape(*lead, n * n)
-    similar_radius, similar_weights, similar_sums = _radii(flat, n, sets.similar, _per_row(gamma1))
+    similar_radius, similar_weights, similar_sums = _radii(flat, n, sets.similar, _per_row(gamma1), means=True)
     dissimilar_radius, dissimilar_weights, _ = _radii(flat, n, sets.dissimilar, _per_row(gamma2))
     # np.take keeps the per-query arrays C-contiguous (fancy indexing on the last axis of a stack does not),
     # so that every sum over queries adds in the order a single problem's does.
@@ -115,34 +109,35 @@ def lanml_objectives(
     value = np.sum(np.where(hinge_argument > 0, hinge_argument, 0.0), axis=-1) + lam * regulariser
 
     # dF/dd_ij = active_i * (dds_i/dd_ij - ddd_i/dd_ij) + lam / (n |S_i|) [j in S_i]; S_i and D_i are disjoint.
+    # Each block's entries are written straight into the dense gradient (0 for entries in no set).
     lam_per_entry = _per_row(_per_row(lam)) / n
     similar, dissimilar = sets.similar, sets.dissimilar
-    parts = [
-        (active[..., rows, None] * weights + lam_per_entry / members.shape[1]).reshape(*lead, -1)
-        for rows, members, weights in zip(similar.queries, similar.members, similar_weights, strict=True)
-    ]
-    parts += [
-        (-(active[..., rows, None] * weights)).reshape(*lead, -1)
-        for rows, members, weights in zip(dissimilar.queries, dissimilar.members, dissimilar_weights, strict=True)
-    ]
-    packed = np.concatenate([*parts, np.zeros((*lead, 1))], axis=-1)
-    return value, np.take(packed, sets.unpack, axis=-1).reshape(distances.shape)
+    gradient = np.zeros((*lead, n * n))
+    # (In place on the weights, which are this call's own arrays: the same products, no temporaries.)
+    for rows, members, weights in zip(similar.queries, similar.members, similar_weights, strict=True):
+        np.multiply(active[..., rows, None], weights, out=weights)
+        gradient[..., members] = np.add(weights, lam_per_entry / members.shape[1], out=weights)
+    for rows, members, weights in zip(dissimilar.queries, dissimilar.members, dissimilar_weights, strict=True):
+        np.multiply(active[..., rows, None], weights, out=weights)
+        gradient[..., members] = np.negative(weights, out=weights)
+    return value, gradient.reshape(distances.shape)
 
 
 def _radii(
-    flat_distances: np.ndarray, n: int, packed: PackedSet, gamma: np.ndarray
-) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """Per query: the log-exp mean of its set's distances, its weights (one array per block) and the
-    mean distance over the set (the regulariser's term); 0 for queries without a set."""
+    flat_distances: np.ndarray, n: int, packed: PackedSet, gamma: np.ndarray, means: bool = False
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray | None]:
+    """Per query: the log-exp mean of its set's distances, its weights (one array per block) and, if asked,
+    the mean distance over the set (the regulariser's term); 0 for queries without a set."""
     radius = np.zeros((*flat_distances.shape[:-1], n))
-    means = np.zeros((*flat_distances.shape[:-1], n))
+    mean = np.zeros((*flat_distances.shape[:-1], n)) if means else None
     weights = []
     for rows, members in zip(packed.queries, packed.members, strict=True):
         values = np.take(flat_distances, members, axis=-1)  # (..., g, k)
         radius[..., rows], block_weights = log_exp_mean_with_weights(values, gamma, None)
-        means[..., rows] = values.sum(axis=-1) / members.shape[1]
+        if mean is not None:
+            mean[..., rows] = values.sum(axis=-1) / members.shape[1]
         weights.append(block_weights)
-    return radius, weights, means
+    return radius, weights, mean
 
 
 def _per_row(hyper_parameter: np.ndarray) -> np.ndarray:
