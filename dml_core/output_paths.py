@@ -17,8 +17,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 # The repository's recipes: reproduce/<key>/*.yaml (and reproduce/tolerances.yaml).
-RECIPES_DIR = Path(__file__).resolve().parents[1] / "reproduce"
+RECIPES_DIR = REPOSITORY_ROOT / "reproduce"
+
+
+def recorded_path(path: str | os.PathLike) -> str:
+    """How a results file names a recipe or plan file: relative to the repository when it lies inside it (the
+    same on every machine and checkout), else as given.
+
+    >>> recorded_path(RECIPES_DIR / "anml" / "linear" / "table2-wine.yaml")
+    'reproduce/anml/linear/table2-wine.yaml'
+    >>> recorded_path("/elsewhere/my-recipe.yaml")
+    '/elsewhere/my-recipe.yaml'
+    """
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(REPOSITORY_ROOT):
+        return resolved.relative_to(REPOSITORY_ROOT).as_posix()
+    return str(path)
 
 
 def runs_root() -> Path:

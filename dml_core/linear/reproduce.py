@@ -20,7 +20,7 @@ from dml_core.linear.results_file import write_linear_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
 from dml_core.linear.uci import cache_path, get_uci_dataset
-from dml_core.output_paths import results_file, run_folder
+from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
 
@@ -166,7 +166,7 @@ def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[d
     results file, validated, atomically."""
     record = {
         "id": run.plan.id,
-        "path": str(run.plan_path) if run.plan_path else None,
+        "path": recorded_path(run.plan_path) if run.plan_path else None,
         "sha256": run.sha256,
         "overrides": list(run.overrides),
     }

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from dml_core import provenance
 from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
+from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, select, write_results
 from dml_core.training import builders
@@ -262,7 +263,7 @@ def _train(
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "recipe": {
             "id": recipe.id,
-            "path": str(recipe_path) if recipe_path else None,
+            "path": recorded_path(recipe_path) if recipe_path else None,
             "sha256": recipe.content_hash(),
             "overrides": list(overrides),
             "content": recipe.model_dump(mode="json"),

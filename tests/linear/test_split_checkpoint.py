@@ -73,6 +73,7 @@ def test_an_interrupted_run_resumes_after_its_finished_splits_with_the_same_numb
     assert calls == [1]  # only the second split (seed 0 + 1) was computed again
     assert _splits_without_time(run.results_path) == _splits_without_time(uninterrupted.results_path)
     assert not run.splits_path.exists()  # gone once the results file is written
+    assert load_results(run.results_path).plan.path == "reproduce/anml/linear/table2-iris.yaml"  # any checkout
     # Each start's git state, with the split where it took over (the second start "ran newer code").
     git = load_results(run.results_path).git
     assert [(s["from"], s["commit"]) for s in git["segments"]] == [
