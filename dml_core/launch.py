@@ -36,10 +36,9 @@ from pathlib import Path
 import submitit
 from submitit.core.utils import FailedJobError
 
-import dml_core
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
-from dml_core.output_paths import jobs_folder
+from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
@@ -178,7 +177,7 @@ def executor_parameters(launcher: str, resources: JobResources, job_name: str) -
 def job_python() -> str:
     """The command jobs start Python with: this interpreter, with the folder holding this ``dml_core`` first
     on PYTHONPATH, so a job unpickles and runs the code that submitted it (installed or a plain checkout)."""
-    source_root = str(Path(dml_core.__file__).resolve().parents[1])
+    source_root = str(REPOSITORY_ROOT)
     python_path = os.pathsep.join(filter(None, [source_root, os.environ.get("PYTHONPATH")]))
     return shlex.join(["env", f"PYTHONPATH={python_path}", sys.executable])
 

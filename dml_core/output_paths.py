@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The folder holding dml_core: the repository in a checkout (git state, recipes and recorded paths refer to it).
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 # The repository's recipes: reproduce/<key>/*.yaml (and reproduce/tolerances.yaml).
 RECIPES_DIR = REPOSITORY_ROOT / "reproduce"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from dml_core.output_paths import REPOSITORY_ROOT
 
 
-def git_state(root: Path = PROJECT_ROOT) -> dict:
+def git_state(root: Path = REPOSITORY_ROOT) -> dict:
     """Commit and dirty flag of the checkout; "unknown" outside a git checkout (e.g. an installed wheel)."""
 
     def git(*args: str) -> str:
