@@ -113,6 +113,8 @@ def cache_problem(dataset: str, root: Path, split: str, resize_mode: str, resize
         meta = read_json_object(meta_path, "image cache metadata")
     except InputError as damaged:
         return f"{damaged}; {rebuild}"
+    if not index_path(Path(root) / dataset).is_file():
+        return f"{meta_path}: the dataset it was built from is not prepared (no index); prepare it, then {rebuild}"
     if meta.get("version") != CACHE_VERSION or meta.get("index_sha256") != _index_sha256(root, dataset):
         return f"{meta_path}: cache is stale (built from another index or version); {rebuild}"
     return None
@@ -121,11 +123,10 @@ def cache_problem(dataset: str, root: Path, split: str, resize_mode: str, resize
 def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
     """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do. The generated
     ``embedded`` dataset's cache is built on first use (seconds), as the dataset itself is."""
-    if get_spec(dataset).generated:
-        load_split(dataset, root, split)  # generates the dataset (and its index) on first use
-        if cache_problem(dataset, root, split, resize_mode, resize):
-            build_cache(dataset, root, split, resize_mode, resize, progress=False)
     problem = cache_problem(dataset, root, split, resize_mode, resize)
+    if problem and get_spec(dataset).generated:  # (build_cache generates the dataset itself if need be)
+        build_cache(dataset, root, split, resize_mode, resize, progress=False)
+        problem = None
     if problem:
         raise InputError(problem)
     folder = cache_dir(root, dataset, split, resize_mode, resize)

@@ -56,3 +56,10 @@ def test_the_generated_datasets_cache_is_built_on_first_use(tmp_path):
     assert (cache.heights == 24).all() and (cache.widths == 24).all()
     with pytest.raises(InputError, match="no image cache for cub200/train"):
         load_cache("cub200", tmp_path, "train", "squash", 24)  # a downloaded dataset's never is
+
+
+def test_a_cache_whose_dataset_index_is_gone_says_so(odd_sized_cub):
+    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    (odd_sized_cub / "cub200" / "dml_index.csv").unlink()
+    with pytest.raises(InputError, match=r"meta.json: the dataset it was built from is not prepared \(no index\)"):
+        load_cache("cub200", odd_sized_cub, "train", "squash", 40)
