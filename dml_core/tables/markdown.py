@@ -75,6 +75,15 @@ def _distinct(values: Iterable[str]) -> list[str]:
     return sorted(set(values))
 
 
+def _commit_label(git_state: dict) -> str:
+    """A commit as the header lists it (a resumed run lists the commit of each start, its ``segments``).
+
+    >>> _commit_label({"commit": "0123456789abcdef", "dirty": True})
+    '`0123456789ab` (dirty)'
+    """
+    return f"`{git_state.get('commit', 'unknown')[:12]}`{' (dirty)' if git_state.get('dirty') else ''}"
+
+
 def header(
     paper: PublishedPaper,
     loaded: list[LoadedResults],
@@ -93,17 +102,15 @@ def header(
     runs = [item.results for item in loaded]
     deep = [item for item in loaded if isinstance(item.results, ResultsFile)]
     linear = [r for r in runs if isinstance(r, LinearResultsFile)]
-    commits = _distinct(
-        f"`{r.git.get('commit', 'unknown')[:12]}`{' (dirty)' if r.git.get('dirty') else ''}" for r in runs
-    )
+    commits = _distinct(_commit_label(state) for r in runs for state in r.git.get("segments", [r.git]))
     devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
     rules = _distinct(item.results.selection.rule for item in deep)
     tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
     lines += [
         f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
         f"(of {len({r.run_id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
-        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no runs)"),
-        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or "none (no runs)"),
+        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no deep-network runs)"),
+        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or "none (no deep-network runs)"),
     ]
     if linear:
         lines.append(

@@ -97,6 +97,19 @@ def test_smoke_tables_go_to_their_own_folder_with_the_banner(tmp_path):
     assert not (tmp_path / "tables" / "smoke" / PAPER_KEY).exists()
 
 
+def test_a_resumed_run_lists_the_commit_of_each_start(tmp_path):
+    write_recipe(tmp_path / "reproduce")
+    payload = results_payload(commit="aaaaaaaaaaaaaaaa")
+    payload["git"] = {
+        "commit": "aaaaaaaaaaaaaaaa", "dirty": False,
+        "segments": [{"from": 0, "commit": "aaaaaaaaaaaaaaaa", "dirty": False},
+                     {"from": 500, "commit": "bbbbbbbbbbbbbbbb", "dirty": True}],
+    }  # fmt: skip
+    write_results_file(tmp_path / "results", payload)
+    text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
+    assert "- Git commit(s): `aaaaaaaaaaaa`, `bbbbbbbbbbbb` (dirty)" in text
+
+
 def test_a_paper_with_nothing_yet_still_gets_a_file(tmp_path):
     text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
     assert "No recipe targets a row of this paper yet" in text and "not shown): 3." in text
