@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.published import PublishedPaper, PublishedTable
 from dml_core.results import LinearResultsFile, ResultsFile
@@ -75,6 +76,11 @@ def _distinct(values: Iterable[str]) -> list[str]:
     return sorted(set(values))
 
 
+def _starts(git: dict) -> list[dict]:
+    """The git state of each start of a run, first first (``provenance.git_record``)."""
+    return git.get("segments", [git])
+
+
 def _commit_label(git_state: dict) -> str:
     """A commit as the header lists it (a resumed run lists the commit of each start, its ``segments``).
 
@@ -102,7 +108,7 @@ def header(
     runs = [item.results for item in loaded]
     deep = [item for item in loaded if isinstance(item.results, ResultsFile)]
     linear = [r for r in runs if isinstance(r, LinearResultsFile)]
-    commits = _distinct(_commit_label(state) for r in runs for state in r.git.get("segments", [r.git]))
+    commits = _distinct(_commit_label(state) for r in runs for state in _starts(r.git))
     devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
     rules = _distinct(item.results.selection.rule for item in deep)
     tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
@@ -160,8 +166,17 @@ def published_notes(table: PublishedTable, shown_rows: set[str]) -> list[str]:
     return ["Remarks on the published values:", "", *notes, ""] if notes else []
 
 
+def _other_k_rule(run: LinearResultsFile) -> str:
+    """The run's accuracy read under the K rule it was not run under (each split keeps every K's accuracy),
+    so the optimistic best-test-K number always stands beside the CV-chosen-K one."""
+    other = "cv" if run.protocol.k_rule == "test" else "test"
+    mean, std = rescore(run.model_dump(), other)
+    return f"{other}: {_reproduced(mean, std if len(run.splits) > 1 else math.nan)}"
+
+
 def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
-    """One line per linear results file: what it ran, how, how long, from which commit."""
+    """One line per linear results file: what it ran, how (and its accuracy under the other K rule), how long,
+    from which commit."""
     lines = [
         {
             "run": r.id,
@@ -170,9 +185,10 @@ def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
             "seed": str(r.seed),
             "plan": r.plan.id,
             "accuracy": _reproduced(r.summary.accuracy, r.summary.accuracy_std if len(r.splits) > 1 else math.nan),
+            "other K rule": _other_k_rule(r),
             "how": describe_linear_protocol(r.protocol),
             "seconds": f"{r.seconds:.3g}",
-            "commit": f"{r.git.get('commit', 'unknown')[:12]}{' (dirty)' if r.git.get('dirty') else ''}",
+            "commit(s)": ", ".join(_commit_label(state) for state in _starts(r.git)),
         }
         for r in sorted(
             (item.results for item in loaded if isinstance(item.results, LinearResultsFile)),

@@ -137,8 +137,8 @@ def test_linear_lines_show_the_published_std_a_note_and_their_runs(tmp_path, smo
         "1 point)",
     }  # fmt: skip
     [run] = _table(text, "## Linear runs (Table 2 protocol)")
-    assert (run["run"], run["plan"], run["accuracy"], run["seconds"]) == (
-        "lanml-plus-uci-iris", "table2-iris", "98.00 ± 2.00", "0.3",
+    assert (run["run"], run["plan"], run["accuracy"], run["other K rule"], run["seconds"]) == (
+        "lanml-plus-uci-iris", "table2-iris", "98.00 ± 2.00", "cv: 90.00 ± 0.00", "0.3",
     )  # fmt: skip
     assert "Linear runs (Table 2 protocol, 1 results files)" in text
     assert ("The linear (Table 2) smoke lines use the real data set" in text) is smoke
