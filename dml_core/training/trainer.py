@@ -142,7 +142,7 @@ def _train(
     iteration, evaluations, protocol = 0, [], {}
     timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
     resumed_runs = 0
-    git_segments = [{"from": 0, **git_at_start}]
+    git_segments = []  # the git state of each start, this one's appended once the resume point is known
     if resume and checkpoint_path.exists():
         state = load_checkpoint(checkpoint_path)
         if state["recipe_sha256"] != recipe.content_hash():
@@ -163,7 +163,8 @@ def _train(
         _restore_rng(state["rng"], process.rank, device)
         iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
         timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
-        git_segments = [*state.get("git_segments", []), {"from": iteration, **git_at_start}]
+        git_segments = state.get("git_segments", [])
+    git_segments.append({"from": iteration, **git_at_start})
 
     def check_finite() -> None:
         try:
