@@ -42,6 +42,17 @@ def git_record(segments: list[dict]) -> dict:
     return first if len(segments) == 1 else {**first, "segments": segments}
 
 
+def git_starts(record: dict) -> list[dict]:
+    """The git state of each start of a run from its ``git_record`` (one for a run never resumed), first first.
+
+    >>> [state["commit"] for state in git_starts({"commit": "a", "dirty": False})]
+    ['a']
+    >>> [state["commit"] for state in git_starts(git_record([{"from": 0, "commit": "a"}, {"from": 7, "commit": "b"}]))]
+    ['a', 'b']
+    """
+    return record.get("segments", [record])
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)

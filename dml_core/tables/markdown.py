@@ -11,6 +11,7 @@ import pandas as pd
 
 from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
+from dml_core.provenance import git_starts
 from dml_core.published import PublishedPaper, PublishedTable
 from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.join import LoadedResults
@@ -34,6 +35,8 @@ SELECTION_RULES = {
 }
 
 NOT_AVAILABLE = "—"
+# The selection-rule and protocol lines of a paper whose results are all linear (anml Table 2) or none.
+NO_DEEP_RUNS = "none (no deep-network runs)"
 
 
 def _published(value: float, std: float) -> str:
@@ -76,11 +79,6 @@ def _distinct(values: Iterable[str]) -> list[str]:
     return sorted(set(values))
 
 
-def _starts(git: dict) -> list[dict]:
-    """The git state of each start of a run, first first (``provenance.git_record``)."""
-    return git.get("segments", [git])
-
-
 def _commit_label(git_state: dict) -> str:
     """A commit as the header lists it (a resumed run lists the commit of each start, its ``segments``).
 
@@ -108,15 +106,15 @@ def header(
     runs = [item.results for item in loaded]
     deep = [item for item in loaded if isinstance(item.results, ResultsFile)]
     linear = [r for r in runs if isinstance(r, LinearResultsFile)]
-    commits = _distinct(_commit_label(state) for r in runs for state in _starts(r.git))
+    commits = _distinct(_commit_label(state) for r in runs for state in git_starts(r.git))
     devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
     rules = _distinct(item.results.selection.rule for item in deep)
     tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
     lines += [
         f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
         f"(of {len({r.run_id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
-        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or "none (no deep-network runs)"),
-        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or "none (no deep-network runs)"),
+        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or NO_DEEP_RUNS),
+        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or NO_DEEP_RUNS),
     ]
     if linear:
         lines.append(
@@ -166,12 +164,16 @@ def published_notes(table: PublishedTable, shown_rows: set[str]) -> list[str]:
     return ["Remarks on the published values:", "", *notes, ""] if notes else []
 
 
+def _over_splits(run: LinearResultsFile, mean: float, std: float) -> str:
+    """A linear run's mean ± std over its splits (no ± for a single split)."""
+    return _reproduced(mean, std if len(run.splits) > 1 else math.nan)
+
+
 def _other_k_rule(run: LinearResultsFile) -> str:
     """The run's accuracy read under the K rule it was not run under (each split keeps every K's accuracy),
     so the optimistic best-test-K number always stands beside the CV-chosen-K one."""
     other = "cv" if run.protocol.k_rule == "test" else "test"
-    mean, std = rescore(run.model_dump(), other)
-    return f"{other}: {_reproduced(mean, std if len(run.splits) > 1 else math.nan)}"
+    return f"{other}: {_over_splits(run, *rescore(run.model_dump(), other))}"
 
 
 def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
@@ -184,11 +186,11 @@ def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
             "method": r.method_name,
             "seed": str(r.seed),
             "plan": r.plan.id,
-            "accuracy": _reproduced(r.summary.accuracy, r.summary.accuracy_std if len(r.splits) > 1 else math.nan),
+            "accuracy": _over_splits(r, r.summary.accuracy, r.summary.accuracy_std),
             "other K rule": _other_k_rule(r),
             "how": describe_linear_protocol(r.protocol),
             "seconds": f"{r.seconds:.3g}",
-            "commit(s)": ", ".join(_commit_label(state) for state in _starts(r.git)),
+            "commit(s)": ", ".join(_commit_label(state) for state in git_starts(r.git)),
         }
         for r in sorted(
             (item.results for item in loaded if isinstance(item.results, LinearResultsFile)),
