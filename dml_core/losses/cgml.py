@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dml_core.errors import InputError
@@ -18,9 +19,11 @@ from dml_core.losses.damlrrm import split_streams
 FORMS = ("upper_bound", "frobenius")
 GRAPHS = ("two_batches", "halves")
 BASE_ON = ("union", "each")
+GRAPH_ON = ("embeddings", "normalized")
+BANDWIDTH_RULES = ("median",)
 
 
-def rbf_adjacency(x: Tensor, bandwidth: float) -> Tensor:
+def rbf_adjacency(x: Tensor, bandwidth: float | Tensor) -> Tensor:
     """S_ij = exp(-||x_i - x_j||^2 / sigma) (Section 3.1), sigma = ``bandwidth``; the diagonal is 1.
 
     >>> rbf_adjacency(torch.tensor([[0.0], [1.0]]), bandwidth=2.0)
@@ -30,7 +33,21 @@ def rbf_adjacency(x: Tensor, bandwidth: float) -> Tensor:
     return torch.exp(-pairwise_matrix(x, x, "squared_euclidean") / bandwidth)
 
 
-def graph_consistency(first: Tensor, second: Tensor, bandwidth: float, form: str = "upper_bound") -> Tensor:
+def median_bandwidth(first: Tensor, second: Tensor) -> Tensor:
+    """sigma from the batch's own scale: the median squared distance between two nodes of the same graph, over
+    both graphs (one sigma for S' and S'', so that they stay comparable), detached (a scale, not a path for the
+    gradient). A typical pair then gets S_ij = e^-1 whatever the embeddings' norm.
+
+    >>> median_bandwidth(torch.tensor([[0.0], [1.0], [3.0]]), torch.tensor([[0.0], [2.0], [2.0]]))
+    tensor(4.)
+    """
+    rows, cols = torch.triu_indices(first.shape[0], first.shape[0], offset=1, device=first.device)
+    squared = [pairwise_matrix(x, x, "squared_euclidean")[rows, cols] for x in (first.detach(), second.detach())]
+    # an all-equal batch has median 0: keep sigma positive (S is then all ones, as for any sigma)
+    return torch.quantile(torch.cat(squared), 0.5).clamp_min(torch.finfo(first.dtype).tiny)
+
+
+def graph_consistency(first: Tensor, second: Tensor, bandwidth: float | Tensor, form: str = "upper_bound") -> Tensor:
     """The graph-consistency term of two class-aligned graphs X' = ``first``, X'' = ``second`` (rows = nodes,
     row r of both from the same class).
 
@@ -63,10 +80,16 @@ class GraphConsistencyLoss(nn.Module):
         X', rows 1, 3, 5, ... form X''), i.e. the two halves of each class block; needs an even number of
         images per class. Keeps the stated batch size of 130 as the whole iteration.
     ``base_on``: "union" applies L_m once to the whole batch; "each" averages L_m over the two graphs.
-    ``bandwidth`` is the RBF's sigma, which the paper does not give; 1.0 spreads S over (e^-4, 1] for
-    L2-normalised embeddings. The term uses the embeddings as the base loss sees them (normalised or not, as
-    the model's ``normalize`` says). ``form``: see ``graph_consistency``. lambda_ = 0 is the plain base loss
-    (the paper's baselines). ``last_terms``: "base", "graph_consistency".
+    The kernel, which the paper leaves open (sigma is not given):
+      ``bandwidth`` is the RBF's sigma: a number, or "median" for ``median_bandwidth`` (the batch's median
+        squared within-graph distance, recomputed every batch). 1.0 spreads S over (e^-4, 1] for L2-normalised
+        embeddings, but on N-pair's unnormalised embeddings (norm about 9) it makes S the identity.
+      ``graph_on``: "embeddings" builds the term on the embeddings as the base loss sees them (normalised or
+        not, as the model's ``normalize`` says); "normalized" L2-normalises them first (S and the X of
+        S X^T alike; the base loss still sees them as they are).
+    ``form``: see ``graph_consistency``. lambda_ = 0 is the plain base loss (the paper's baselines); with
+    ``graphs="halves"`` it runs on one PK batch (the paper's single minibatch of 130 = 13 x 10).
+    ``last_terms``: "base", "graph_consistency", and "bandwidth" (the sigma used) under "median".
     """
 
     def __init__(
@@ -74,11 +97,12 @@ class GraphConsistencyLoss(nn.Module):
         base: str,
         base_params: dict[str, Any] | None = None,
         lambda_: float = 0.002,
-        bandwidth: float = 1.0,
+        bandwidth: float | str = 1.0,
         form: str = "upper_bound",
         graphs: str = "two_batches",
         base_on: str = "union",
         group_sizes: tuple[int, ...] | None = None,
+        graph_on: str = "embeddings",
     ) -> None:
         super().__init__()
         from dml_core.losses.registry import build_loss  # the registry imports this module
@@ -86,12 +110,18 @@ class GraphConsistencyLoss(nn.Module):
         check_choice(form, FORMS, "cgml", "form")
         check_choice(graphs, GRAPHS, "cgml", "graphs")
         check_choice(base_on, BASE_ON, "cgml", "base_on")
+        check_choice(graph_on, GRAPH_ON, "cgml", "graph_on")
         if base == "cgml":
             raise InputError("cgml: base must be a plain loss, not cgml itself")
-        if bandwidth <= 0:
-            raise InputError(f"cgml: bandwidth must be positive; got {bandwidth}")
+        if isinstance(bandwidth, str):
+            check_choice(bandwidth, BANDWIDTH_RULES, "cgml", "bandwidth")
+        elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float) or not bandwidth > 0:
+            raise InputError(
+                f"cgml: bandwidth must be positive or one of {', '.join(BANDWIDTH_RULES)}; got {bandwidth}"
+            )
         self.base = build_loss(base, **dict(base_params or {}))
         self.lambda_, self.bandwidth, self.form, self.graphs, self.base_on = lambda_, bandwidth, form, graphs, base_on
+        self.graph_on = graph_on
         self.group_sizes = None if group_sizes is None else tuple(group_sizes)
         self.last_terms: dict[str, Tensor] = {}
 
@@ -113,6 +143,12 @@ class GraphConsistencyLoss(nn.Module):
             raise InputError("cgml: the two graphs are not class-aligned (row r of both must share its class)")
         return first, second
 
+    def graph_inputs(self, x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor, float | Tensor]:
+        """X', X'' and sigma as the term uses them: normalised or not (``graph_on``), sigma per ``bandwidth``."""
+        if self.graph_on == "normalized":
+            x1, x2 = F.normalize(x1, dim=1), F.normalize(x2, dim=1)
+        return x1, x2, median_bandwidth(x1, x2) if self.bandwidth == "median" else self.bandwidth
+
     def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         check_batch(embeddings, labels, "cgml")
         (x1, y1), (x2, y2) = self.split_graphs(embeddings, labels)
@@ -120,6 +156,9 @@ class GraphConsistencyLoss(nn.Module):
             base = self.base(embeddings, labels)
         else:
             base = (self.base(x1, y1) + self.base(x2, y2)) / 2
-        regulariser = graph_consistency(x1, x2, self.bandwidth, self.form)
+        x1, x2, sigma = self.graph_inputs(x1, x2)
+        regulariser = graph_consistency(x1, x2, sigma, self.form)
         self.last_terms = {"base": base.detach(), "graph_consistency": regulariser.detach()}
+        if isinstance(sigma, Tensor):
+            self.last_terms["bandwidth"] = sigma
         return base + self.lambda_ * regulariser

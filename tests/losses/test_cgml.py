@@ -1,13 +1,14 @@
 import doctest
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from dml_core.errors import InputError
 from dml_core.losses import GraphConsistencyLoss, build_loss, cgml
-from dml_core.losses.cgml import graph_consistency, rbf_adjacency
+from dml_core.losses.cgml import graph_consistency, median_bandwidth, rbf_adjacency
 from tests.losses.helpers import value_and_grad
 
 # Two 2-node graphs in 1-D: X' = (0, a), X'' = (0, b); sigma 2. S' has off-diagonal e_a = exp(-a^2 / sigma).
@@ -138,6 +139,101 @@ def test_bad_batches_and_settings_are_input_errors():
         GraphConsistencyLoss("triplet", bandwidth=0.0)
     with pytest.raises(InputError, match="cgml: graphs must be one of two_batches, halves"):
         GraphConsistencyLoss("triplet", graphs="thirds")
+    with pytest.raises(InputError, match="cgml: bandwidth must be one of median; got 'mean'"):
+        GraphConsistencyLoss("triplet", bandwidth="mean")
+    with pytest.raises(InputError, match="cgml: graph_on must be one of embeddings, normalized; got 'unit'"):
+        GraphConsistencyLoss("triplet", graph_on="unit")
+
+
+def test_median_bandwidth_is_the_median_squared_distance_within_the_graphs():
+    # X' = (0, 1, 3): squared distances 1, 9, 4; X'' = (0, 2, 2): 4, 4, 0. Median of the six: 4 (diagonals out).
+    first, second = torch.tensor([[0.0], [1.0], [3.0]]), torch.tensor([[0.0], [2.0], [2.0]])
+    assert median_bandwidth(first, second).item() == 4.0
+    # an even count takes the mean of the middle two (as numpy's median): (1 + 4) / 2
+    assert median_bandwidth(first[:2], torch.tensor([[0.0], [2.0]])).item() == 2.5
+    assert median_bandwidth(torch.zeros(3, 2), torch.zeros(3, 2)).item() > 0  # never a zero sigma
+
+
+def test_median_bandwidth_term_equals_the_hand_computation_with_sigma_held_fixed():
+    x, y = paired_batch(4)
+    x = 9.0 * x  # N-pair's scale
+    fn = GraphConsistencyLoss("npair", {"negatives": "all"}, lambda_=1.0, bandwidth="median", group_sizes=(6, 6))
+    first, second = x[:6], x[6:]
+    squared = [torch.pdist(g).pow(2) for g in (first, second)]  # each pair once
+    sigma = torch.tensor(float(np.median(torch.cat(squared).numpy())), dtype=torch.float64)  # 30 values
+    regulariser = graph_consistency(first, second, sigma)
+    value, grad = value_and_grad(lambda e: fn(e, y), x)
+    base_value, base_grad = value_and_grad(lambda e: build_loss("npair", negatives="all")(e, y), x)
+    # sigma is a scale read off the batch, not a path for the gradient: the term's gradient is the fixed-sigma one
+    _, term_grad = value_and_grad(lambda e: graph_consistency(e[:6], e[6:], sigma), x)
+    torch.testing.assert_close(value, base_value + regulariser)
+    torch.testing.assert_close(grad, base_grad + term_grad)
+    torch.testing.assert_close(fn.last_terms["bandwidth"], sigma)
+
+
+def test_graph_on_normalized_builds_the_term_on_unit_vectors_and_leaves_the_base_loss_alone():
+    x, y = paired_batch(5)
+    x = x * torch.linspace(2.0, 12.0, 12, dtype=torch.float64)[:, None]  # unnormalised, uneven norms
+    fn = GraphConsistencyLoss("npair", lambda_=0.5, graph_on="normalized", group_sizes=(6, 6))
+    unit = F.normalize(x, dim=1)
+    expected = build_loss("npair")(x, y) + 0.5 * graph_consistency(unit[:6], unit[6:], 1.0)
+    torch.testing.assert_close(fn(x, y), expected)
+
+
+def training_like_graphs(norm: float, within_cosine: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two class-aligned 512-d graphs of 13 classes x 10 (the paper's paired batch): every embedding is its
+    class centre plus independent noise, with the expected cosine ``within_cosine`` between two images of a
+    class (0 across classes), and a norm of ``norm`` give or take 10% (the base loss's scale)."""
+    gen = torch.Generator().manual_seed(seed)
+    centres = F.normalize(torch.randn(13, 512, generator=gen, dtype=torch.float64), dim=1).repeat_interleave(10, 0)
+    noise_scale = math.sqrt(1 / within_cosine - 1)  # cos = 1 / (1 + noise^2) for unit centre and noise
+
+    def graph() -> torch.Tensor:
+        noise = F.normalize(torch.randn(130, 512, generator=gen, dtype=torch.float64), dim=1)
+        norms = norm * (1 + 0.1 * torch.randn(130, 1, generator=gen, dtype=torch.float64))
+        return F.normalize(centres + noise_scale * noise, dim=1) * norms
+
+    return graph(), graph()
+
+
+def mean_within_class_entry(s: torch.Tensor) -> float:
+    """The mean off-diagonal entry of S inside the class blocks (10 x 10 each)."""
+    block = torch.block_diag(*[torch.ones(10, 10, dtype=torch.bool)] * 13) & ~torch.eye(130, dtype=torch.bool)
+    return s[block].mean().item()
+
+
+# the embedding scale each base loss trains at: unit vectors (triplet, binomial, MS, RLL: model.normalize true),
+# and N-pair's unnormalised embeddings (norm about 9 in training)
+SCALES = {"normalised losses": 1.0, "npair": 9.0}
+
+
+@pytest.mark.parametrize("within_cosine", [0.5, 0.1], ids=["separated", "early"])
+@pytest.mark.parametrize("scale", SCALES.values(), ids=SCALES.keys())
+@pytest.mark.parametrize(
+    "kernel", [{"graph_on": "normalized"}, {"bandwidth": "median"}], ids=["graph_on=normalized", "bandwidth=median"]
+)
+def test_the_graph_is_far_from_the_identity_at_every_base_losss_scale(kernel, scale, within_cosine):
+    x1, x2 = training_like_graphs(scale, within_cosine)
+    fn = GraphConsistencyLoss("triplet", lambda_=1.0, group_sizes=(130, 130), **kernel)
+    first, second, sigma = fn.graph_inputs(x1, x2)
+    for graph in (first, second):
+        assert mean_within_class_entry(rbf_adjacency(graph, sigma)) > 0.05
+
+
+def test_sigma_one_on_npairs_scale_makes_the_graph_the_identity():
+    # the reason for the kernel options: sigma = 1 on raw N-pair embeddings leaves no edge
+    x1, _ = training_like_graphs(SCALES["npair"], 0.5)
+    s = rbf_adjacency(x1, 1.0)
+    assert (s - torch.eye(130, dtype=s.dtype)).abs().max().item() < 1e-12
+    assert mean_within_class_entry(rbf_adjacency(training_like_graphs(1.0, 0.5)[0], 1.0)) > 0.05
+
+
+def test_lambda_zero_with_halves_is_the_base_loss_on_one_pk_batch():
+    # the paper's baselines on one minibatch of 13 x 10: sampler pk, graphs halves, lambda 0
+    gen = torch.Generator().manual_seed(6)
+    x, y = torch.randn(130, 8, generator=gen, dtype=torch.float64), torch.arange(13).repeat_interleave(10)
+    fn = GraphConsistencyLoss("npair", {"negatives": "all"}, lambda_=0.0, graphs="halves")
+    torch.testing.assert_close(fn(x, y), build_loss("npair", negatives="all")(x, y), rtol=0, atol=0)
 
 
 def test_doctests():
