@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from dml_core.losses.base import check_batch, check_choice, masked_logsumexp, zero_loss
 
 NEGATIVE_SETS = ("pairs", "all")
+ANCHOR_RULES = ("one_per_class", "all")
 
 
 def npair_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
@@ -29,14 +30,41 @@ def npair_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
     return first_of_second[order], seconds[order]
 
 
+def every_sample_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Every sample of a class with two or more samples is an anchor; its positive is the next sample of its
+    class in batch order, the class's last sample taking its first (a cycle through the class). Each sample is
+    then exactly one anchor's positive. Anchors in batch order.
+
+    >>> [t.tolist() for t in every_sample_indices(torch.tensor([3, 1, 3, 1, 1, 2]))]
+    [[0, 1, 2, 3, 4], [2, 3, 0, 4, 1]]
+    """
+    order = torch.argsort(labels, stable=True)  # positions grouped by class, batch order inside a class
+    _, counts = torch.unique_consecutive(labels[order], return_counts=True)
+    size = counts.repeat_interleave(counts)  # the class size, per sorted position
+    start = (torch.cumsum(counts, dim=0) - counts).repeat_interleave(counts)
+    rank = torch.arange(len(labels), device=labels.device) - start
+    keep = size >= 2
+    anchors, positives = order[keep], order[(start + (rank + 1) % size)[keep]]
+    in_batch_order = torch.argsort(anchors)
+    return anchors[in_batch_order], positives[in_batch_order]
+
+
 class NPairLoss(nn.Module):
     """Sohn 2016, Eq. 3 with the inner product, plus L2 regularisation of the embeddings:
 
         L = 1/N sum_i (1/gamma) log(1 + sum_{j in neg(i)} exp(gamma (f_i.f_j - lambda - f_i.f_i+)))
-            + l2_weight * mean over the 2N pair members of ||f||^2
+            + l2_weight * mean over the 2N pair members of ||f||^2 (every anchor, once, with ``anchors="all"``)
 
-    One pair per class (``npair_indices``); other samples of a class are ignored. ``negatives``:
-        "pairs" Sohn's: the positives f_j+ of the other N-1 pairs;
+    ``anchors``:
+        "one_per_class" Sohn's N-pair tuple: one pair per class (``npair_indices``), the other samples of a
+                        class are ignored;
+        "all"           cgml's Eq. 6 (a sum over i = 1..N of the batch): every sample of a class with two or
+                        more samples is an anchor, its positive the next sample of its class
+                        (``every_sample_indices``: Eq. 6 gives each anchor one positive x_i+ without saying
+                        which; the sampler's class blocks are in random order, so "next" is a random one).
+    ``negatives``:
+        "pairs" Sohn's: the positives f_j+ of the other classes' anchors (with ``anchors="all"`` every sample
+                of another class with two or more samples, since each sample is some anchor's positive);
         "all"   cgml's Eq. 6: every other-class sample in the batch.
     ``scale`` (gamma) and ``offset`` (lambda) are anml's improved N-pair (Eq. 31); gamma=1, lambda=0 is
     Sohn's. Embeddings are not normalised (Sohn regularises their norm instead).
@@ -48,25 +76,30 @@ class NPairLoss(nn.Module):
     """
 
     def __init__(
-        self, l2_weight: float = 0.002, negatives: str = "pairs", scale: float = 1.0, offset: float = 0.0
+        self,
+        l2_weight: float = 0.002,
+        negatives: str = "pairs",
+        scale: float = 1.0,
+        offset: float = 0.0,
+        anchors: str = "one_per_class",
     ) -> None:
         super().__init__()
         check_choice(negatives, NEGATIVE_SETS, "npair", "negatives")
+        check_choice(anchors, ANCHOR_RULES, "npair", "anchors")
         self.l2_weight, self.negatives, self.scale, self.offset = l2_weight, negatives, scale, offset
+        self.anchors = anchors
         self.last_terms: dict[str, Tensor] = {}
 
     def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         check_batch(embeddings, labels, "npair")
-        anchor_idx, positive_idx = npair_indices(labels)
+        pick = npair_indices if self.anchors == "one_per_class" else every_sample_indices
+        anchor_idx, positive_idx = pick(labels)
         if len(anchor_idx) == 0:
             return zero_loss(embeddings)
         anchors, positives = embeddings[anchor_idx], embeddings[positive_idx]
-        if self.negatives == "pairs":
-            candidates = positives
-            negative = ~torch.eye(len(anchor_idx), dtype=torch.bool, device=embeddings.device)
-        else:
-            candidates = embeddings
-            negative = labels[anchor_idx].unsqueeze(1) != labels.unsqueeze(0)
+        candidate_idx = positive_idx if self.negatives == "pairs" else torch.arange(len(labels), device=labels.device)
+        candidates = embeddings[candidate_idx]
+        negative = labels[anchor_idx].unsqueeze(1) != labels[candidate_idx].unsqueeze(0)
         pos_logit = self.scale * (anchors * positives).sum(dim=1)
         neg_logits = self.scale * (anchors @ candidates.T - self.offset)
         # log(1 + sum exp(z_neg - z_pos)) = log(exp(z_pos) + sum exp(z_neg)) - z_pos
