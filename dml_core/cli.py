@@ -1,5 +1,10 @@
-"""The ``dml`` command. Each subcommand lives in ``dml_core.commands.<name>`` with
-``add_parser(subparsers)`` and ``run(args) -> int``; this module only wires them together."""
+"""The ``dml`` command. Each subcommand lives in ``dml_core.commands.<name>`` with a one-line ``SUMMARY``,
+``add_parser(subparsers)`` and ``run(args) -> int``; this module only wires them together.
+
+Only the subcommand being run gets its full parser: the others are listed by their summary. Command modules import
+nothing heavy at module level (torch, pandas, faiss, matplotlib come inside ``add_parser`` or ``run``), so
+``dml --help`` and the light commands' ``--help`` answer in well under a second instead of importing the stack.
+"""
 
 from __future__ import annotations
 
@@ -9,31 +14,48 @@ import sys
 
 from dml_core.errors import InputError
 
-# Subcommand modules, in the order ``dml --help`` lists them.
-COMMAND_MODULES = (
-    "prepare",
-    "train",
-    "evaluate",
-    "evaluate_embeddings",
-    "reproduce",
-    "tables",
-    "linear_table2",
-    "weights",
-)
+# Subcommands and their modules, in the order ``dml --help`` lists them.
+COMMAND_MODULES = {
+    "prepare": "prepare",
+    "train": "train",
+    "evaluate": "evaluate",
+    "evaluate-embeddings": "evaluate_embeddings",
+    "reproduce": "reproduce",
+    "tables": "tables",
+    "linear-table2": "linear_table2",
+    "weights": "weights",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``dml`` parser with ``command``'s full sub-parser; every other subcommand is only listed.
+
+    >>> build_parser().parse_args(["tables"]).command  # a listed subcommand parses, without its options
+    'tables'
+    >>> build_parser("tables").parse_args(["tables", "--paper", "anml"]).paper
+    ['anml']
+    """
     parser = argparse.ArgumentParser(
         prog="dml", description="Deep metric learning reproduction suite: prepare, train, evaluate."
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"dml_core.commands.{name}").add_parser(subparsers)
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(f"dml_core.commands.{module_name}")
+        if name == command:
+            module.add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=module.SUMMARY)
     return parser
 
 
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand in ``argv``: its first word that is not an option (``dml`` itself has only ``-h``)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_named(argv)).parse_args(argv)
     try:
         return args.run(args)
     except (InputError, FileNotFoundError) as error:  # user errors: one line, no traceback

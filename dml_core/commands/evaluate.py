@@ -10,11 +10,13 @@ from pathlib import Path
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
 
+SUMMARY = "evaluate a checkpoint on its recipe's test split"
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        help="evaluate a checkpoint on its recipe's test split",
+        help=SUMMARY,
         description="Load a checkpoint written by `dml train`, embed its recipe's test split and print every "
         "metric of the recipe's evaluation protocol as JSON.",
     )

@@ -7,17 +7,18 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
-from dml_core.evaluation import ALL_METRICS, RECALL_KS, KMeansConfig, evaluate
+
+SUMMARY = "evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Precision)"
 
 
 def add_parser(subparsers) -> None:
+    from dml_core.evaluation import ALL_METRICS, RECALL_KS  # here, not at the top: torch is heavy for `dml --help`
+
     parser = subparsers.add_parser(
         "evaluate-embeddings",
-        help="evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Precision)",
+        help=SUMMARY,
         description="Evaluate saved embeddings. Without masks every item queries all others (self excluded "
         "by index: CUB, Cars, SOP); with --query-mask/--gallery-mask queries rank the gallery (In-Shop).",
     )
@@ -42,7 +43,9 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _load(path: Path, what: str) -> np.ndarray:
+def _load(path: Path, what: str):
+    import numpy as np
+
     if path is None:
         return None
     if not path.exists():
@@ -54,6 +57,8 @@ def _load(path: Path, what: str) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dml_core.evaluation import RECALL_KS, KMeansConfig, evaluate
+
     embeddings = _load(args.embeddings, "embeddings")
     labels = _load(args.labels, "labels")
     ks = args.k or (RECALL_KS[args.dataset] if args.dataset else (1, 2, 4, 8))

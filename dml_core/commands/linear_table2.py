@@ -5,25 +5,25 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
-from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
-from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
-from dml_core.linear.reproduce import linear_runs, write_run_results
-from dml_core.linear.solver import SolverConfig
-from dml_core.linear.uci import UCI_DATASETS
-from dml_core.provenance import git_state
-
 # The plan id recorded in results files this command writes (they come from no pinned plan file).
 AD_HOC_PLAN_ID = "dml-linear-table2"
 
+SUMMARY = "anml Table 2: LANML+/-, PNCA, NCA, Euclidean kNN on a UCI data set (CPU)"
+
 
 def add_parser(subparsers) -> None:
+    # Here, not at the top: scikit-learn and torch are heavy for `dml --help`.
+    from dml_core.linear.methods import METHODS
+    from dml_core.linear.protocol import K_RULES
+    from dml_core.linear.solver import SolverConfig
+    from dml_core.linear.uci import UCI_DATASETS
+
     parser = subparsers.add_parser(
         "linear-table2",
-        help="anml Table 2: LANML+/-, PNCA, NCA, Euclidean kNN on a UCI data set (CPU)",
+        help=SUMMARY,
         description="Random stratified 70/30 splits, z-score (+ PCA to 150), 5-fold CV over the paper's "
         "grids, kNN accuracy with K in 1..40; mean and std over the splits, in percent. Iris and Wine need "
-        "no data root; the other sets must first be written by prepare_uci.",
+        "no data root; the other sets must first be prepared with `dml prepare uci:<name> --root DIR`.",
     )
     parser.add_argument("dataset", choices=list(UCI_DATASETS), help="a data set of Table 1")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -47,7 +47,7 @@ def add_parser(subparsers) -> None:
         default=SolverConfig.max_iterations,
         help="solver objective evaluations per fit",
     )
-    parser.add_argument("--root", type=Path, help="data root that prepare_uci wrote (not needed for Iris, Wine)")
+    parser.add_argument("--root", type=Path, help="the --root of `dml prepare uci:<name>` (not needed for Iris, Wine)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes for the grid search (same result)")
     parser.add_argument("--out", type=Path, help="folder for one JSON result per method")
     parser.add_argument(
@@ -55,13 +55,16 @@ def add_parser(subparsers) -> None:
         type=Path,
         metavar="ROOT",
         help="also write a results file per Table 2 method into ROOT/anml/<row>-seed<seed>.json (the layout "
-        "`dml tables anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
+        "`dml tables --paper anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
     )
     parser.set_defaults(run=run)
 
 
 def _results_run(args: argparse.Namespace, method: str):
     """The run record under which ``method``'s result is written to ``--results`` (its settings and path)."""
+    from dml_core.linear.plan import LinearPlan
+    from dml_core.linear.reproduce import linear_runs
+
     plan = LinearPlan(
         id=AD_HOC_PLAN_ID,
         paper="anml",
@@ -81,6 +84,13 @@ def _results_run(args: argparse.Namespace, method: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from dml_core.linear.methods import DISPLAY_NAMES, PAPER_GRIDS
+    from dml_core.linear.plan import TABLE2_ROW_SLUGS
+    from dml_core.linear.protocol import run_table2_protocol, thin_grid
+    from dml_core.linear.reproduce import write_run_results
+    from dml_core.linear.solver import SolverConfig
+    from dml_core.provenance import git_state
+
     solver = SolverConfig(max_iterations=args.max_iterations)
     for method in args.methods:
         git_at_start = {"from": 0, **git_state()}

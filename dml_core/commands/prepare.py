@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.data.prepare import prepare
-from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
-from dml_core.linear.uci import UCI_DATASETS, prepare_uci
 
 UCI_PREFIX = "uci:"
 
+SUMMARY = "download/verify a dataset and write <root>/<dataset>/dml_index.csv"
+
 
 def add_parser(subparsers) -> None:
+    # Here, not at the top: dml_core.data imports torch, heavy for `dml --help`.
+    from dml_core.data.registry import DATASETS
+    from dml_core.linear.uci import UCI_DATASETS
+
     lines = [f"  {name}: {spec.title}: {spec.how_to_prepare}" for name, spec in DATASETS.items()]
     lines.append(
         f"  {UCI_PREFIX}<name>: anml Table 2's UCI sets ({', '.join(UCI_DATASETS)}): scikit-learn's copy or "
@@ -21,7 +24,7 @@ def add_parser(subparsers) -> None:
     )
     parser = subparsers.add_parser(
         "prepare",
-        help="download/verify a dataset and write <root>/<dataset>/dml_index.csv",
+        help=SUMMARY,
         description="Prepare a dataset with its class-disjoint DML split, checked against the published "
         "counts.\n" + "\n".join(lines),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,6 +51,8 @@ def add_parser(subparsers) -> None:
 
 
 def _prepare_uci(args: argparse.Namespace) -> int:
+    from dml_core.linear.uci import prepare_uci
+
     name = args.dataset[len(UCI_PREFIX) :]
     if len(args.archive) > 1:
         raise InputError(f"--archive: a UCI data set takes one CSV file, found {len(args.archive)}")
@@ -57,6 +62,9 @@ def _prepare_uci(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dml_core.data.prepare import prepare
+    from dml_core.data.registry import DATASETS
+
     if args.dataset.startswith(UCI_PREFIX):
         return _prepare_uci(args)
     if args.dataset not in DATASETS:

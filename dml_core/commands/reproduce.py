@@ -12,6 +12,8 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.published import PAPER_KEYS
 
+SUMMARY = "run every recipe of a paper (finished runs skipped), then build tables/<paper>.md"
+
 if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
     from dml_core.launch import LaunchReport
     from dml_core.reproduce import PaperRun
@@ -20,7 +22,7 @@ if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "reproduce",
-        help="run every recipe of a paper (finished runs skipped), then build tables/<paper>.md",
+        help=SUMMARY,
         description="Check that the datasets and weight files of reproduce/KEY/*.yaml are here, train each "
         "recipe x seed (interrupted runs resume, finished ones are skipped), write results/KEY/<id>-seed<N>.json "
         "and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml Table 2) run after the recipes, "

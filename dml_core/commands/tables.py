@@ -8,11 +8,13 @@ from pathlib import Path
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
 from dml_core.published import PAPER_KEYS
 
+SUMMARY = "compare results with the published tables: tables/<paper>.md (+ plots); --check for the nightly"
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "tables",
-        help="compare results with the published tables: tables/<paper>.md (+ plots); --check for the nightly",
+        help=SUMMARY,
         description="Join every results file under RESULTS/<paper>/ to the published rows it targets and write "
         "TABLES/<paper>.md with published, reproduced, delta and status per metric, the training-time table and "
         "plots. With --check, exit 1 when a number is below published (or the previous nightly) minus tolerance.",

@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 
 from dml_core.output_paths import runs_root
-from dml_core.recipe import load_recipe, smoke_version
+
+SUMMARY = "train and evaluate one recipe; writes checkpoint.pt and results.json"
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train and evaluate one recipe; writes checkpoint.pt and results.json",
+        help=SUMMARY,
         description="Train RECIPE (a YAML file, see reproduce/<paper>/), evaluating on the test split every "
         "training.eval_every, and write an atomic checkpoint and a results file.",
     )
@@ -42,6 +43,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dml_core.recipe import load_recipe, smoke_version
     from dml_core.training import train
 
     recipe = load_recipe(args.recipe, args.overrides)

@@ -5,23 +5,29 @@ from __future__ import annotations
 import argparse
 
 from dml_core.errors import InputError
-from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, verify_weight_file, weights_cache_dir
+
+SUMMARY = "list the pretrained weight files, check them by sha256, optionally download the missing ones"
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "weights",
-        help="list the pretrained weight files, check them by sha256, optionally download the missing ones",
+        help=SUMMARY,
         description="For each backbone: the weight file, its expected sha256, its public source, where it "
         "belongs ($DML_WEIGHTS_DIR, default ~/.cache/dml/weights) and its status. Present files are checked "
         "by sha256. --fetch downloads missing files (refused offline: HF_HUB_OFFLINE or DML_OFFLINE).",
     )
-    parser.add_argument("backbones", nargs="*", metavar="BACKBONE", help=f"default: all of {sorted(WEIGHT_FILES)}")
+    parser.add_argument(
+        "backbones", nargs="*", metavar="BACKBONE", help="default: all of them (`dml weights` lists them)"
+    )
     parser.add_argument("--fetch", action="store_true", help="download missing files through torch.hub")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: dml_core.models imports torch, heavy for `dml --help`.
+    from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, verify_weight_file, weights_cache_dir
+
     unknown = sorted(set(args.backbones) - set(WEIGHT_FILES))
     if unknown:
         raise InputError(f"BACKBONE: expected some of {sorted(WEIGHT_FILES)}, found {unknown}")

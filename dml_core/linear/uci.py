@@ -239,7 +239,9 @@ def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.
         X, y, _ = _load_from_sklearn(dataset)
         return X, y
     if root is None:
-        raise InputError(f"{dataset.name}: data root: expected the folder prepare_uci wrote to, found none")
+        raise InputError(
+            f"{dataset.name}: data root: expected the --root of `dml prepare uci:{dataset.name} --root DIR`, found none"
+        )
     path = cache_path(dataset.name, root)
     if not path.exists():
         raise InputError(

@@ -1,7 +1,7 @@
 """anml Table 2 end to end on Iris and Wine, through the real commands: the pinned plans' smoke versions via
 ``dml reproduce anml --only``, a tiny full-scale run via ``dml linear-table2 --results``; both land as results
-files in the results layout, and ``dml tables anml`` (and ``--check``) put them beside the published rows with
-the thinning noted. Also: finished runs are skipped by their settings hash, missing UCI data is named."""
+files in the results layout, and ``dml tables --paper anml`` (and ``--check``) put them beside the published rows
+with the thinning noted. Also: finished runs are skipped by their settings hash, missing UCI data is named."""
 
 import json
 
