@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dml_core.errors import InputError
 
-# Recall@K lists as the field reports them (../shared/reference.md section 4).
+# Recall@K lists as the field reports them (e.g. anml Sec. 7.2.3: CUB and Cars 1-32, SOP 1-1000, In-Shop 1-50).
 RECALL_KS: dict[str, tuple[int, ...]] = {
     "cub200": (1, 2, 4, 8, 16, 32),
     "cars196": (1, 2, 4, 8, 16, 32),

@@ -1,7 +1,7 @@
 """Adaptive Neighborhood Metric Learning, deep form (DANML) and anml's improved Proxy-NCA.
 
 Song, Han, Cheng, Lu and Nie, "Adaptive Neighborhood Metric Learning" (IEEE TPAMI 2022); equation numbers
-are the paper's (seed text papers/001, summary /work/shared/papers/anml_method.md). anml's improved lifted
+are the paper's (notes: papers/anml/method.md). anml's improved lifted
 structure (Eq. 25) is ``lifted.GeneralizedLiftedLoss`` with scales and anchors, its improved N-pair (Eq. 31)
 ``npair.NPairLoss`` with ``scale``/``offset``; both are only reused here, not repeated.
 """

@@ -57,7 +57,7 @@ class DAMLRRMLoss(nn.Module):
     pairs of each loss (a loss with none is 0). alpha = 30, beta = 0.5 are the paper's (Section 4.4) and
     assume unnormalised embeddings (normalised ones are never more than 2 apart).
 
-    Choices where the paper is silent (damlrrm_method.md section 13), all constructor parameters:
+    Choices where the paper is silent (papers/damlrrm/method.md, section 3), all constructor parameters:
       ``distance``          D_ij = ||f_i - f_j||_2 ("euclidean", the paper's notation) or its square.
       ``shuffled_negatives`` NP of L_s: "cross" pairs each shuffled sample with the neat stream's other-class
                             samples (NN is also "between two streams"); "cross_and_within" adds the

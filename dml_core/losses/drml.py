@@ -56,13 +56,13 @@ class DRMLLoss(nn.Module):
     - J_recon = mean over the batch of (1/K) sum_k ||p_k(g_k(y)) - y||_2 (Eq. 2): the L2 norm, not squared (the
       official code uses the MSE); the head makes it train the decoders only.
     - J_emb = J_m on the relation-aware embedding z (Eq. 9) of every sample; the head keeps it off the trunk and
-      the individual FCs (L348-350).
+      the individual FCs (Sec. 3.3).
 
-    The paper uses "the same discriminative loss" for J_m and J_emb (L400-401): ``base`` and ``base_params``
+    The paper uses "the same discriminative loss" for J_m and J_emb (Sec. 3.3): ``base`` and ``base_params``
     (e.g. ``"proxy_anchor"``, ``"triplet"`` with ``mining: semihard``, ``"margin"`` with distance-weighted
     sampling) build K + 1 instances, or 2 with ``shared_branch_loss``.
 
-    Choices where the paper is silent (drml_method.md section 14), all parameters:
+    Choices where the paper is silent (papers/drml/method.md, section 3), all parameters:
     - ``shared_branch_loss``: False gives every branch its own J_m instance (own proxies of ``feature_dim``); True
       shares one across branches. J_emb always has its own, of ``embedding_dim`` (= K * feature_dim).
     - ``normalize_individual``: L2-normalise g_k before J_m (True: the margin loss and distance-weighted sampling

@@ -75,7 +75,7 @@ class RelationalOutput:
 
 
 class RelationalHead(nn.Module):
-    """DRML's adaptive ensemble and relational module (Zheng et al., ICCV 2021, Sec. 3; drml_method.md).
+    """DRML's adaptive ensemble and relational module (Zheng et al., ICCV 2021, Sec. 3; papers/drml/method.md).
 
     On the pooled trunk feature y (N, d'):
     - K individual-feature FCs g_k: d' -> dim; K decoders p_k: dim -> d' (reconstruct y);

@@ -59,7 +59,7 @@ def test_hand_computed_value_and_terms():
 
 def test_paper_weights_are_the_defaults():
     loss = _hand_loss()
-    assert (loss.lambda_recon, loss.lambda_emb, loss.weight_ensem) == (0.1, 10.0, 1.0)  # Sec. 4.2, L489-490
+    assert (loss.lambda_recon, loss.lambda_emb, loss.weight_ensem) == (0.1, 10.0, 1.0)  # Sec. 4.2
 
 
 def test_routing_ignores_the_other_branches_features():
@@ -195,7 +195,7 @@ def _gradients(head: RelationalHead, loss: DRMLLoss, **weights) -> dict[str, boo
     [
         ({"lambda_recon": 0.0, "lambda_emb": 0.0}, {"trunk", "individual"}),  # J_ensem trains G (trunk + g_k)
         ({"weight_ensem": 0.0, "lambda_emb": 0.0}, {"decoders"}),  # J_recon trains P only
-        ({"weight_ensem": 0.0, "lambda_recon": 0.0}, {"relational"}),  # J_emb trains h only, not G (L348-350)
+        ({"weight_ensem": 0.0, "lambda_recon": 0.0}, {"relational"}),  # J_emb trains h only, not G (Sec. 3.3)
     ],
 )
 def test_each_term_trains_only_its_part(weights, reached):

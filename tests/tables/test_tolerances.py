@@ -1,4 +1,4 @@
-"""The repository's tolerances file loads and follows reference.md's R@1 spread (about 1-1.5 points)."""
+"""The repository's tolerances file loads and follows the run-to-run R@1 spread (about 1-1.5 points on CUB)."""
 
 import pytest
 
