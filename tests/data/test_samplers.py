@@ -32,6 +32,8 @@ def test_registry_names():
         lambda seed: PKSampler(LABELS, 4, 3, seed),
         lambda seed: TwoStreamSampler(LABELS, 4, 3, seed),
         lambda seed: PairedClassSampler(LABELS, 4, 3, seed),
+        lambda seed: TwoStreamSampler(LABELS, 4, 3, seed, shuffled_pool_size="all", reshuffle_pool=True),
+        lambda seed: PairedClassSampler(LABELS, 4, 3, seed, avoid_repeats=True, min_class_size=3),
     ],
 )
 def test_same_seed_and_epoch_give_the_same_batches(make):
@@ -131,3 +133,117 @@ def test_classes_smaller_than_k_repeat_their_images():
     singleton_blocks = [block for batch in batches for block in _blocks(batch, 3) if labels[block[0]] == 0]
     assert singleton_blocks and all(block == [0, 0, 0] for block in singleton_blocks)
     assert Counter(np.concatenate(batches).tolist())[0] == 3 * len(singleton_blocks)
+
+
+# CUB-like: 100 classes of 60 images; SOP-like: 2,000 classes of 2-12 images (more small ones, mean 5.3 as SOP's)
+CUB_LIKE = np.repeat(np.arange(100), 60)
+SOP_SIZES = np.random.default_rng(1).choice(
+    np.arange(2, 13), size=2000, p=0.83 ** np.arange(11) / (0.83 ** np.arange(11)).sum()
+)
+SOP_LIKE = np.repeat(np.arange(2000), SOP_SIZES)
+
+
+def paired_repeats(sampler: PairedClassSampler, labels: np.ndarray) -> dict[str, float]:
+    """Over one epoch, as shares of B's slots: B's images that are also in A ("across"), slots of A and of B
+    that repeat an image of the same block ("within_a", "within_b"), and how many more of B's images are in A
+    than the class's size forces (n minus the images A left; "avoidable")."""
+    counts = np.bincount(labels)
+    n = sampler.k
+    across = within_a = within_b = avoidable = slots = 0
+    for batch in sampler:
+        half = len(batch) // 2
+        for a, b in zip(_blocks(batch[:half], n), _blocks(batch[half:], n), strict=True):
+            shared = sum(image in set(a) for image in b)
+            across += shared
+            within_a += n - len(set(a))
+            within_b += n - len(set(b))
+            avoidable += shared - max(0, n - (counts[labels[a[0]]] - len(set(a))))  # B's slots beyond the images A left
+            slots += n
+    return {
+        key: value / slots
+        for key, value in {"across": across, "within_a": within_a, "within_b": within_b, "avoidable": avoidable}.items()
+    }
+
+
+def test_the_papers_single_minibatch_is_a_pk_batch_of_13_x_10():
+    sampler = PKSampler(CUB_LIKE, 13, 10, seed=0)
+    for batch in sampler:
+        assert len(batch) == 130 and len(set(batch)) == 130  # distinct: every class has 60 images
+        assert [len(set(CUB_LIKE[block])) for block in _blocks(batch, 10)] == [1] * 13
+        assert len({CUB_LIKE[block[0]] for block in _blocks(batch, 10)}) == 13
+
+
+def test_paired_draws_on_cub_sized_classes_repeat_a_sixth_independently_and_none_when_avoiding():
+    independent = paired_repeats(PairedClassSampler(CUB_LIKE, 13, 10, seed=0), CUB_LIKE)
+    assert independent["across"] == pytest.approx(10 / 60, abs=0.02)  # n / class size, as Proposition 1 draws
+    assert independent["within_a"] == independent["within_b"] == 0
+    avoiding = paired_repeats(PairedClassSampler(CUB_LIKE, 13, 10, seed=0, avoid_repeats=True), CUB_LIKE)
+    assert avoiding == {"across": 0, "within_a": 0, "within_b": 0, "avoidable": 0}
+
+
+def test_paired_draws_on_sop_sized_classes_share_only_what_the_class_size_forces():
+    independent = paired_repeats(PairedClassSampler(SOP_LIKE, 13, 10, seed=0), SOP_LIKE)
+    avoiding = paired_repeats(PairedClassSampler(SOP_LIKE, 13, 10, seed=0, avoid_repeats=True), SOP_LIKE)
+    # no class has the 20 images two disjoint draws of 10 need: B is nearly all A's images either way, and
+    # classes of fewer than 10 repeat images within A and within B
+    assert independent["across"] > 0.9 and independent["within_a"] > 0.3
+    assert avoiding["avoidable"] == 0 < independent["avoidable"]  # each block shares the fewest its class allows
+    assert avoiding["within_a"] == pytest.approx(independent["within_a"])
+    # only classes with enough images: none repeated within A or B (10), none shared either (2 x 5)
+    only_large = paired_repeats(PairedClassSampler(SOP_LIKE, 13, 10, seed=0, min_class_size=10), SOP_LIKE)
+    assert only_large["within_a"] == only_large["within_b"] == 0
+    disjoint = PairedClassSampler(SOP_LIKE, 13, 5, seed=0, avoid_repeats=True, min_class_size=10)
+    assert paired_repeats(disjoint, SOP_LIKE) == {"across": 0, "within_a": 0, "within_b": 0, "avoidable": 0}
+
+
+def test_min_class_size_keeps_only_large_classes_and_their_epoch():
+    sampler = PKSampler(LABELS, 4, 3, seed=0, min_class_size=5)
+    counts = np.bincount(LABELS - 100)
+    kept = {label for label in set(LABELS) if counts[label - 100] >= 5}
+    batches = list(sampler)
+    assert {LABELS[p] for batch in batches for p in batch} == kept
+    assert set(np.concatenate(batches)) == set(np.flatnonzero(np.isin(LABELS, list(kept))))
+    assert all(len(set(block)) == 3 for batch in batches for block in _blocks(batch, 3))
+    with pytest.raises(InputError, match="min_class_size 12 leaves no class"):
+        PKSampler(LABELS, 4, 3, min_class_size=12)
+    with pytest.raises(InputError, match=r"expected 1..\d+ classes per batch"):
+        PKSampler(LABELS, 29, 3, min_class_size=5)
+
+
+def shuffled_images(sampler: TwoStreamSampler, epochs: int) -> set[int]:
+    """The distinct images the shuffled stream shows over ``epochs`` epochs."""
+    seen: set[int] = set()
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        seen.update(image for batch in sampler for image in batch[sampler.neat_size :])
+    return seen
+
+
+def test_the_whole_pool_shows_every_training_image_in_one_epoch_the_half_pool_half():
+    labels = np.repeat(np.arange(100), 50)  # CUB-like: 5,000 images, neat batches of 12 x 5
+    whole = TwoStreamSampler(labels, 12, 5, seed=0, shuffled_pool_size="all", reshuffle_pool=True)
+    half = TwoStreamSampler(labels, 12, 5, seed=0)
+    assert len(shuffled_images(whole, 1)) == 5000
+    assert len(shuffled_images(half, 1)) == len(shuffled_images(half, 3)) == 2500
+
+
+def test_a_reshuffled_pool_gives_each_pass_new_batches_with_every_pool_image_once():
+    sampler = TwoStreamSampler(LABELS, 4, 3, seed=2, shuffled_pool_size=60, reshuffle_pool=True)
+    passes = [sampler.pass_batches(index) for index in range(3)]
+    for batches in passes:
+        assert len(batches) == 5 and all(len(batch) == 12 and len(set(batch)) == 12 for batch in batches)
+        assert set(np.concatenate(batches)) == set(sampler.pool)
+    assert [b.tolist() for b in passes[0]] != [b.tolist() for b in passes[1]]
+    # the stream is the passes laid end to end, whatever epoch it is read from (resumable)
+    stream = []
+    for epoch in (2, 0, 1):  # built in any order
+        sampler.set_epoch(epoch)
+        stream.append([batch[12:] for batch in sampler])
+    laid_out = [stream[1], stream[2], stream[0]]
+    flat = [batch for epoch in laid_out for batch in epoch]
+    expected = [batch.tolist() for index in range(-(-len(flat) // 5)) for batch in sampler.pass_batches(index)]
+    assert flat == expected[: len(flat)]
+    # an equal number of pool and neat batches no longer locks the pairing when the pool is reshuffled
+    TwoStreamSampler(np.repeat(np.arange(40), 3), 4, 3, seed=0, shuffled_pool_size=120, reshuffle_pool=True)
+    with pytest.raises(InputError, match=r"expected 12..\d+ \(one batch to the whole split\) or 'all', found 'half'"):
+        TwoStreamSampler(LABELS, 4, 3, shuffled_pool_size="half")
