@@ -6,7 +6,7 @@ multi_similarity, ...) and adds lambda times the graph-consistency term of two c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -97,12 +97,12 @@ class GraphConsistencyLoss(nn.Module):
         base: str,
         base_params: dict[str, Any] | None = None,
         lambda_: float = 0.002,
-        bandwidth: float | str = 1.0,
+        bandwidth: float | Literal["median"] = 1.0,
         form: str = "upper_bound",
         graphs: str = "two_batches",
         base_on: str = "union",
         group_sizes: tuple[int, ...] | None = None,
-        graph_on: str = "embeddings",
+        graph_on: Literal["embeddings", "normalized"] = "embeddings",
     ) -> None:
         super().__init__()
         from dml_core.losses.registry import build_loss  # the registry imports this module

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor, nn
 
@@ -81,7 +83,7 @@ class NPairLoss(nn.Module):
         negatives: str = "pairs",
         scale: float = 1.0,
         offset: float = 0.0,
-        anchors: str = "one_per_class",
+        anchors: Literal["one_per_class", "all"] = "one_per_class",
     ) -> None:
         super().__init__()
         check_choice(negatives, NEGATIVE_SETS, "npair", "negatives")
