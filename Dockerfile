@@ -1,41 +1,56 @@
-# The reproduction suite on a GPU machine: a CUDA PyTorch base, the pinned environment (constraints.txt),
-# datasets, weights and results as mounted volumes, nox as the command.
+# The reproduction suite on a GPU machine. From the checkout (README, "Docker"):
 #
 #   docker build -t dml-repro .
-#   docker run --gpus all -v $PWD/data:/data -v $PWD/weights:/weights -v $PWD/out:/results \
+#   docker run --gpus all \
+#       -v "$PWD/data:/data" -v "${DML_WEIGHTS_DIR:-$HOME/.cache/dml/weights}:/weights" \
+#       -v "$PWD/results:/opt/dml/results" -v "$PWD/tables:/opt/dml/tables" -v "$PWD/runs:/opt/dml/runs" \
 #       dml-repro nox -s reproduce-damlrrm            # or: nox -s nightly, nox -s tables, nox (the tests)
 #
-# Prepare datasets and weights on the host first (no download happens inside a run): `dml prepare <dataset>
-# --root data` and `dml weights --fetch` (put the files in ./weights); the reproduce sessions check both.
-# The pinned torch wheel brings its own CUDA runtime, so the base only has to provide Python >= 3.11 and the
-# NVIDIA container runtime hooks; BASE_IMAGE can be swapped for any CUDA PyTorch image.
-ARG BASE_IMAGE=pytorch/pytorch:2.9.1-cuda13.0-cudnn9-runtime
-FROM ${BASE_IMAGE}
+# GPU: the pinned torch (constraints.txt) is a CUDA 13 build whose wheels bring the CUDA user space (cuBLAS, cuDNN,
+# NCCL, ...) from PyPI, so the base is a plain Python image: a CUDA base image would be dead weight. Only the
+# driver comes from the host: NVIDIA driver >= 580 (the minimum for CUDA 13.x, by NVIDIA's minor version
+# compatibility), a GPU of compute capability 7.5 or newer (CUDA 13 dropped Maxwell, Pascal and Volta), and the
+# NVIDIA Container Toolkit for --gpus.
+#
+# Data and weights are prepared on the host (no download happens inside a run): `dml prepare <dataset> --root data`
+# and `dml weights --fetch` (which saves to ~/.cache/dml/weights, or $DML_WEIGHTS_DIR); the mounts above hand the
+# container those same folders. results/, tables/ and runs/ stay in the repository copy (/opt/dml), where the
+# suite writes by default: mounting the checkout's own folders there shows the container the committed results and
+# every earlier run's, and keeps what it writes on the host. Without those mounts the container sees the committed
+# results baked into the image, and what it writes goes with the container.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
-# git: results files record the commit they were produced at (dml_core/provenance.py).
+# git: results files record the commit they were produced at (dml_core/provenance.py). Its version is the base's
+# Debian release's (pinning one would break at its next security update).
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/*
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     DML_VENV=/opt/dml-venv \
     DML_DATA_ROOT=/data \
-    DML_WEIGHTS_DIR=/weights \
-    DML_RESULTS_DIR=/results/results \
-    DML_TABLES_DIR=/results/tables \
-    DML_RUNS_DIR=/results/runs
+    DML_WEIGHTS_DIR=/weights
+# nox and dml come from the shared environment.
+ENV PATH="$DML_VENV/bin:$PATH"
 
 WORKDIR /opt/dml
-COPY . /opt/dml
-RUN git config --system --add safe.directory /opt/dml
 
-# The pinned environment in the image's Python (replacing the base's torch when its version differs), then
-# nox's shared environment as a view of it (--system-site-packages: nothing is installed twice).
-RUN python -m pip install --no-cache-dir -c constraints.txt nox -e ".[test,lint]" \
-    && python -m venv --system-site-packages "$DML_VENV" \
+# The dependencies first, from the lock alone: this layer (about 6 GB) is rebuilt when constraints.txt changes,
+# not on every code edit.
+COPY constraints.txt ./
+RUN python -m venv "$DML_VENV" \
+    && pip install -r constraints.txt
+
+# Then the source. `nox -s environment` (noxfile.py's shared_python) finds every dependency in place and adds the
+# package itself (editable) and the stamp that keeps the sessions from rebuilding the environment.
+COPY . .
+RUN git config --system --add safe.directory /opt/dml \
     && nox -s environment
 
-VOLUME ["/data", "/weights", "/results"]
+VOLUME ["/data", "/weights"]
 
 CMD ["nox"]

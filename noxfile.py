@@ -1,9 +1,11 @@
 """Sessions of the reproduction suite.
 
-Every session runs in ONE shared virtual environment (torch alone is about 5 GB), built from
+Every session runs in ONE shared virtual environment (about 6 GB: torch and its CUDA libraries), built from
 constraints.txt and rebuilt only when constraints.txt or pyproject.toml change. nox's own per-session
-environments are switched off (venv_backend="none"); ``shared_python`` owns the environment instead.
-Set DML_VENV to put the environment somewhere else (for example one venv for several checkouts).
+environments are switched off (venv_backend="none"); ``shared_python`` owns the environment instead. nox itself
+runs from a small venv of its own (README: ``.nox/tools``): no step installs into a system Python, which PEP 668
+keeps closed to pip on Debian and Ubuntu. Set DML_VENV to put the environment somewhere else (for example one
+venv for several checkouts).
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ def shared_python(session: nox.Session) -> str:
     if not python.exists():
         session.run(sys.executable, "-m", "venv", str(VENV))
     if not stamp.exists() or stamp.read_text() != fingerprint:
-        pip = (str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", str(CONSTRAINTS))
+        # Not --quiet: a first build downloads about 5 GB for minutes, and pip's lines (one per package, a progress
+        # bar on a terminal, the final state only in a CI log) show that it is moving.
+        pip = (str(python), "-m", "pip", "install", "--disable-pip-version-check", "-c", str(CONSTRAINTS))
+        session.log(f"shared environment {VENV} (1/2): pip and setuptools")
         session.run(*pip, "pip==26.3", "setuptools==84.2.1")
+        session.log("shared environment (2/2): the suite and its pinned dependencies (about 6 GB, mostly torch + CUDA)")
         session.run(*pip, "-e", f"{ROOT}[test,lint]", env={"PIP_CONSTRAINT": str(CONSTRAINTS)})
         stamp.write_text(fingerprint)
     return str(python)

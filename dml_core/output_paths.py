@@ -1,7 +1,8 @@
 """Where reproduction runs read recipes and write: run folders (checkpoints), results files and tables.
 
 Defaults are relative to the working directory (the repository root under nox); ``DML_RUNS_DIR``,
-``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image points them into the /results volume).
+``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image keeps the defaults, inside its copy of the
+repository, and the README mounts the checkout's own folders there).
 Smoke output goes to a ``smoke/`` sub-folder of each, so it never mixes with full-scale numbers.
 
 >>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, smoke=True).as_posix()
