@@ -87,7 +87,8 @@ def test_committed_results_stay_visible_and_runs_write_beside_them():
     for name in ("DML_RESULTS_DIR", "DML_TABLES_DIR", "DML_RUNS_DIR"):
         assert name not in env, name  # the defaults: results/, tables/, runs/ of the repository copy
     [workdir] = [args for name, args in _instructions() if name == "WORKDIR"]
-    ignored = (ROOT / ".dockerignore").read_text().split()
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert "results/" not in ignored and {"data/", "weights/", "runs/"} <= set(ignored)
     command = _docker_run_command()
     for folder in ("results", "tables", "runs"):
