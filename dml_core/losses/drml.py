@@ -1,8 +1,8 @@
 """DRML's objective (Zheng et al., "Deep Relational Metric Learning", ICCV 2021, Sec. 3, Eq. 2-4 and 10).
 
-The loss works on the output of ``dml_core.models.heads.RelationalHead`` (a ``RelationalOutput``), which already
-routes gradients as the paper asks (decoders see detached inputs; the relational module reads detached trunk and
-individual features). This module adds the objective itself: branch routing, the per-branch discriminative loss,
+The loss works on the output of ``dml_core.models.relational_head.RelationalHead`` (a ``RelationalOutput``), which
+already routes gradients as the paper asks (decoders see detached inputs; the relational module reads detached trunk
+and individual features). This module adds the objective itself: branch routing, the per-branch discriminative loss,
 the reconstruction loss and the embedding loss, weighted by lambda1 and lambda2.
 """
 
@@ -53,8 +53,10 @@ class DRMLLoss(nn.Module):
       branch k only (Eq. 4). J_m is the base loss ``base`` with its own reduction over that subset (the paper
       writes a sum over tuples; every J_m here averages). A branch that receives no sample, or no usable tuple,
       contributes 0. Its gradient reaches g_k and the trunk.
-    - J_recon = mean over the batch of (1/K) sum_k ||p_k(g_k(y)) - y||_2 (Eq. 2): the L2 norm, not squared (the
-      official code uses the MSE); the head makes it train the decoders only.
+    - J_recon = mean over the batch of (1/K) sum_k of the head's reconstruction error: ||p_k(g_k(y)) - y||_2
+      (Eq. 2, the L2 norm, not squared) by default; the released code's mean squared error on chunks of y is the
+      head's ``reconstruction_measure="mse"`` with ``node_input="chunks"``. The head makes it train the decoders
+      only.
     - J_emb = J_m on the relation-aware embedding z (Eq. 9) of every sample; the head keeps it off the trunk and
       the individual FCs (Sec. 3.3).
 
@@ -66,7 +68,8 @@ class DRMLLoss(nn.Module):
     - ``shared_branch_loss``: False gives every branch its own J_m instance (own proxies of ``feature_dim``); True
       shares one across branches. J_emb always has its own, of ``embedding_dim`` (= K * feature_dim).
     - ``normalize_individual``: L2-normalise g_k before J_m (True: the margin loss and distance-weighted sampling
-      assume unit vectors; the official code normalises its nodes). z is normalised by the head (``normalize``).
+      assume unit vectors; the released code normalises its nodes, the head's ``normalize_nodes``). z is
+      normalised by the head (``normalize``).
     - ``weight_ensem``: 1 in the paper; 0 gives Table 3's "w/o J_ensem" (lambda1 = 0 / lambda2 = 0 the others).
     - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim``;
       ``feature_dim`` defaults to ``embedding_dim // num_features``.
