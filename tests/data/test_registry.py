@@ -7,7 +7,8 @@ def test_names_are_the_contract():
 
 
 def test_counts_are_the_class_disjoint_dml_splits():
-    # Oh Song et al. 2016's class-disjoint splits; the classification splits (5,994/5,794, 8,144/8,041) must not appear here
+    # Oh Song et al. 2016's class-disjoint splits; the classification splits (5,994/5,794, 8,144/8,041) must not
+    # appear here
     assert DATASETS["cub200"].splits == {"train": SplitCounts(5864, 100), "test": SplitCounts(5924, 100)}
     assert DATASETS["cars196"].splits == {"train": SplitCounts(8054, 98), "test": SplitCounts(8131, 98)}
     assert DATASETS["sop"].splits == {"train": SplitCounts(59551, 11318), "test": SplitCounts(60502, 11316)}
