@@ -2,7 +2,8 @@
 
 - ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
   was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
-  every evaluation, the selection rule next to the selected numbers, the evaluation protocol and timing.
+  every evaluation, the selection rule next to the selected numbers, what every rule picks (``selections``:
+  the best-test-R@1 evaluation, the papers' practice, and the final one), the evaluation protocol and timing.
 - ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
   protocol (``dml_core.linear.protocol``), one base seed: the protocol settings (splits, CV folds, the grid
   and how it was thinned, the K rule, the solver), the plan and its hash, every split's accuracy, the mean
@@ -48,8 +49,12 @@ class EvaluationRecord(_Strict):
     seconds: float
 
 
+SELECTION_RULES = ("best_r1", "final")
+SelectionRule = Literal["best_r1", "final"]
+
+
 class SelectionRecord(_Strict):
-    rule: Literal["best_r1", "final"]
+    rule: SelectionRule
     iteration: int
     metrics: dict[str, float]
 
@@ -84,8 +89,19 @@ class ResultsFile(_Strict):
     environment: dict[str, Any]
     evaluation_protocol: dict[str, Any]
     evaluations: list[EvaluationRecord] = Field(min_length=1)
-    selection: SelectionRecord
+    selection: SelectionRecord  # the recipe's rule
+    # every rule's pick, by rule (absent in files written before it existed; best_r1 absent without R@1)
+    selections: dict[SelectionRule, SelectionRecord] | None = None
     timing: TimingRecord
+
+    @model_validator(mode="after")
+    def _selections_agree(self) -> ResultsFile:
+        for rule, record in (self.selections or {}).items():
+            if record.rule != rule:
+                raise ValueError(f"selections.{rule}: expected rule {rule!r}, found {record.rule!r}")
+        if self.selections and self.selections.get(self.selection.rule, self.selection) != self.selection:
+            raise ValueError(f"selections.{self.selection.rule}: differs from selection (the recipe's rule)")
+        return self
 
     @property
     def run_id(self) -> str:
@@ -246,3 +262,9 @@ def select(evaluations: list[dict], rule: str) -> dict:
     else:
         raise ValueError(f"unknown selection rule {rule!r}")
     return {"rule": rule, "iteration": chosen["iteration"], "metrics": dict(chosen["metrics"])}
+
+
+def select_every_rule(evaluations: list[dict]) -> dict:
+    """``select`` under every rule that applies: "final" always, "best_r1" when every evaluation has R@1."""
+    rules = [rule for rule in SELECTION_RULES if rule != "best_r1" or all("R@1" in e["metrics"] for e in evaluations)]
+    return {rule: select(evaluations, rule) for rule in rules}

@@ -6,7 +6,14 @@ import json
 import pytest
 
 from dml_core.errors import InputError
-from dml_core.results import LinearResultsFile, ResultsFile, load_results, select, write_results
+from dml_core.results import (
+    LinearResultsFile,
+    ResultsFile,
+    load_results,
+    select,
+    select_every_rule,
+    write_results,
+)
 from tests.tables.synthetic import linear_payload
 
 
@@ -50,6 +57,36 @@ def test_selection_rules():
     evaluations = _payload()["evaluations"]
     assert select(evaluations, "best_r1") == {"rule": "best_r1", "iteration": 20, "metrics": {"R@1": 55.0, "NMI": 41.0}}
     assert select(evaluations, "final")["iteration"] == 30
+
+
+def test_every_rule_is_picked_and_best_r1_only_where_r1_was_measured():
+    evaluations = _payload()["evaluations"]
+    picks = select_every_rule(evaluations)
+    assert picks == {"best_r1": select(evaluations, "best_r1"), "final": select(evaluations, "final")}
+    assert (picks["best_r1"]["iteration"], picks["final"]["iteration"]) == (20, 30)
+    without_recall = [{**e, "metrics": {"NMI": e["metrics"]["NMI"]}} for e in evaluations]
+    assert select_every_rule(without_recall) == {"final": select(without_recall, "final")}
+
+
+def test_a_file_holds_both_picks_beside_the_recipes_rule_and_older_files_load_without_them(tmp_path):
+    payload = {**_payload(), "selections": select_every_rule(_payload()["evaluations"])}
+    loaded = load_results(write_results(tmp_path / "both.json", payload))
+    assert loaded.selection.rule == "best_r1" and loaded.selection == loaded.selections["best_r1"]
+    assert loaded.selections["final"].iteration == 30 and loaded.selections["final"].metrics["R@1"] == 54.0
+    assert loaded.metric_samples("R@1") == [55.0]  # tables keep reading the recipe's rule
+    assert load_results(write_results(tmp_path / "old.json", _payload())).selections is None
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p["selections"]["final"].update(rule="best_r1"), "selections.final: expected rule 'final'"),
+        (lambda p: p["selections"]["best_r1"].update(iteration=30), "selections.best_r1: differs from selection"),
+        (lambda p: p["selections"].update(best_loss=p["selection"]), "field selections.best_loss"),
+    ],
+)
+def test_selections_that_contradict_themselves_or_the_selection_are_refused(tmp_path, mutate, message):
+    _refused(tmp_path, {**_payload(), "selections": select_every_rule(_payload()["evaluations"])}, mutate, message)
 
 
 def test_round_trip(tmp_path):

@@ -29,7 +29,7 @@ from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
-from dml_core.results import SCHEMA_VERSION, select, write_results
+from dml_core.results import SCHEMA_VERSION, select, select_every_rule, write_results
 from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
@@ -291,6 +291,7 @@ def _train(
         "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},
         "evaluations": evaluations,
         "selection": select(evaluations, recipe.evaluation.selection),
+        "selections": select_every_rule(evaluations),
         "timing": {
             **timing,
             "iterations": total,

@@ -60,6 +60,7 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
     assert [e.iteration for e in results.evaluations] == [3, 6]
     assert set(results.evaluations[-1].metrics) == {"R@1", "R@2", "NMI", "F1", "MAP@R", "RP"}
     assert results.selection.rule == "best_r1"
+    assert results.selections["best_r1"] == results.selection and results.selections["final"].iteration == 6
     assert results.weights["id"] == "random init"
     assert results.recipe.sha256 == load_recipe(path).content_hash()
     assert results.evaluation_protocol["self_exclusion"] == "by index"
