@@ -17,6 +17,7 @@ from dml_core.errors import InputError
 # Subcommands and their modules, in the order ``dml --help`` lists them.
 COMMAND_MODULES = {
     "prepare": "prepare",
+    "recipes": "recipes",
     "train": "train",
     "evaluate": "evaluate",
     "evaluate-embeddings": "evaluate_embeddings",

@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from dml_core.errors import InputError
 
@@ -32,10 +42,10 @@ class Target(_Strict):
 
 class TransformSettings(_Strict):
     resize_mode: Literal["squash", "shorter_side"] = "shorter_side"
-    resize: int = 256
+    resize: PositiveInt = 256
     train_crop: Literal["random_crop", "random_resized_crop"] = "random_resized_crop"
-    crop_size: int | None = None  # None: the backbone's input size
-    rrc_scale: tuple[float, float] = (0.16, 1.0)
+    crop_size: PositiveInt | None = None  # None: the backbone's input size
+    rrc_scale: tuple[PositiveFloat, PositiveFloat] = (0.16, 1.0)
     hflip: bool = True
 
 
@@ -43,7 +53,7 @@ class DataSettings(_Strict):
     dataset: str
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
-    num_workers: int = 4
+    num_workers: NonNegativeInt = 4
     # "pil": decode + augment in DataLoader workers (the reference; CPU runs). "cache": the decoded uint8 cache
     # (`dml prepare DATASET --cache MODE`) on the device, cropped/flipped/normalised there in batch.
     pipeline: Literal["pil", "cache"] = "pil"
@@ -58,17 +68,17 @@ class ModelSettings(_Strict):
     backbone: Literal["bn_inception", "googlenet", "resnet50"]
     weights: str = "pretrained"  # "pretrained" (the known ImageNet file, sha256-checked), "random", or a path
     pooling: Literal["avg", "max", "avg+max"] = "avg"
-    embedding_dim: int = 512
+    embedding_dim: PositiveInt = 512
     normalize: bool = True  # L2-normalise the embedding the loss sees
     head: HeadSettings = HeadSettings()
     frozen_bn: bool = False
-    freeze_backbone_epochs: int = 0
+    freeze_backbone_epochs: NonNegativeInt = 0
 
 
 class LossSettings(_Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
-    lr_multiplier: float = 1.0  # for a loss's own parameters (proxies)
+    lr_multiplier: PositiveFloat = 1.0  # for a loss's own parameters (proxies)
 
 
 class SamplerSettings(_Strict):
@@ -78,18 +88,18 @@ class SamplerSettings(_Strict):
 
 class OptimizerSettings(_Strict):
     name: Literal["sgd", "adam", "adamw", "rmsprop"]
-    lr: float
-    weight_decay: float = 0.0
-    momentum: float = 0.0  # sgd, rmsprop
-    new_layer_lr_multiplier: float = 1.0
+    lr: PositiveFloat
+    weight_decay: NonNegativeFloat = 0.0
+    momentum: float = Field(default=0.0, ge=0.0, lt=1.0)  # sgd, rmsprop
+    new_layer_lr_multiplier: PositiveFloat = 1.0
 
 
 class ScheduleSettings(_Strict):
     name: Literal["constant", "step", "multistep"] = "constant"
     unit: Literal["iteration", "epoch"] = "iteration"  # what step_size and milestones count
-    step_size: int | None = None  # step: decay every step_size units
-    milestones: list[int] = Field(default_factory=list)  # multistep: decay at these units
-    gamma: float = 0.1
+    step_size: PositiveInt | None = None  # step: decay every step_size units
+    milestones: list[PositiveInt] = Field(default_factory=list)  # multistep: decay at these units
+    gamma: PositiveFloat = 0.1
 
     @model_validator(mode="after")
     def _needs_its_fields(self) -> ScheduleSettings:
@@ -101,17 +111,18 @@ class ScheduleSettings(_Strict):
 
 
 class TrainingSettings(_Strict):
-    iterations: int | None = None
-    epochs: int | None = None
+    iterations: PositiveInt | None = None
+    epochs: PositiveInt | None = None
     # Both counted in the run's unit (iterations, or epochs when ``epochs`` is set); the end is always evaluated.
-    eval_every: int = 1000
-    checkpoint_every: int = 1000
-    seed: int = 0
+    eval_every: PositiveInt = 1000
+    checkpoint_every: PositiveInt = 1000
+    seed: NonNegativeInt = 0
     bf16: bool = True  # autocast of the model on CUDA only (losses run in fp32); CPU runs stay fp32
     channels_last: bool = True  # CUDA only
     compile: bool = False  # torch.compile the model
-    sync_every: int = 50  # CUDA: iterations between host reads of the non-finite-loss watch
-    eval_batch_size: int = 128
+    sync_every: PositiveInt = 50  # CUDA: iterations between host reads of the non-finite-loss watch
+    eval_batch_size: PositiveInt = 128
+    grad_clip_norm: PositiveFloat | None = None  # clip the gradients' total norm before each step (None: no clipping)
 
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:
@@ -124,21 +135,21 @@ class EvaluationSettings(_Strict):
     metrics: list[Literal["recall", "map_at_r", "r_precision", "nmi", "f1"]] = Field(
         default_factory=lambda: ["recall", "nmi", "f1", "map_at_r", "r_precision"]
     )
-    recall_ks: list[int] | None = None  # None: the dataset's standard list
+    recall_ks: list[PositiveInt] | None = None  # None: the dataset's standard list
     normalize: bool = True
     kmeans_backend: Literal["faiss", "sklearn"] = "faiss"
-    kmeans_iterations: int = 20
-    kmeans_seed: int = 0
+    kmeans_iterations: PositiveInt = 20
+    kmeans_seed: NonNegativeInt = 0
     selection: Literal["best_r1", "final"] = "best_r1"
 
 
 class SmokeSettings(_Strict):
     """How ``--smoke`` shrinks the recipe: embedded dataset, random init, small images, few iterations."""
 
-    iterations: int = 60
-    eval_every: int = 30
-    image_size: int = 64
-    resize: int = 72
+    iterations: PositiveInt = 60
+    eval_every: PositiveInt = 30
+    image_size: PositiveInt = 64
+    resize: PositiveInt = 72
     sampler_params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -147,7 +158,10 @@ class Recipe(_Strict):
     paper: Literal["damlrrm", "anml", "gpw", "drml", "cgml"] | None = None
     targets: list[Target] = Field(default_factory=list)
     description: str = ""
-    assumptions: list[str] = Field(default_factory=list)
+    # id -> text (reproduce/<paper>/assumptions.yaml); a recipe outside a paper folder may list sentences
+    assumptions: dict[str, str] = Field(default_factory=dict)
+    readings: dict[str, str] = Field(default_factory=dict)  # reading -> the value this run takes
+    variant: str = ""  # the non-default readings, "name=value~...": "" for the paper's default reading
     data: DataSettings
     model: ModelSettings
     loss: LossSettings
@@ -158,60 +172,62 @@ class Recipe(_Strict):
     evaluation: EvaluationSettings = EvaluationSettings()
     smoke: SmokeSettings = SmokeSettings()
 
+    @field_validator("assumptions", mode="before")
+    @classmethod
+    def _sentences(cls, value: Any) -> Any:
+        """A list of sentences (a recipe of one's own) is numbered."""
+        if isinstance(value, list):
+            return {str(number): text for number, text in enumerate(value, start=1)}
+        return value
+
+    @property
+    def run_name(self) -> str:
+        """The id, and the non-default readings after a ``~`` (how run folders and results files are named)."""
+        return f"{self.id}~{self.variant}" if self.variant else self.id
+
+    def computation(self) -> dict[str, Any]:
+        """What changes the numbers, in canonical form: the settings and the readings, without prose, targets,
+        ids, the smoke settings (``smoke_hash``) or what only says where or how fast (data root, workers,
+        checkpoint interval, host-sync interval)."""
+        tree = self.model_dump(mode="json", exclude=set(_NOT_COMPUTATION))
+        for section, keys in _NOT_COMPUTATION_FIELDS.items():
+            for key in keys:
+                tree[section].pop(key, None)
+        return tree
+
     def content_hash(self) -> str:
-        """sha256 of the resolved recipe (after overrides), independent of YAML formatting."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """sha256 of ``computation()``: rewording an assumption or retargeting a row leaves it unchanged."""
+        return _sha256(self.computation())
+
+    def smoke_hash(self) -> str:
+        """sha256 of the smoke settings (how ``--smoke`` shrinks this recipe)."""
+        return _sha256(self.smoke.model_dump(mode="json"))
 
 
-def _set_path(tree: dict, dotted: str, value: Any, origin: str) -> None:
-    keys = dotted.split(".")
-    node = tree
-    for key in keys[:-1]:
-        child = node.get(key)
-        if child is None:
-            child = node[key] = {}
-        if not isinstance(child, dict):
-            raise InputError(f"{origin}: cannot set {dotted!r}: {key!r} is not a section")
-        node = child
-    node[keys[-1]] = value
+# Recipe fields and sub-fields that do not change a run's numbers (left out of its content hash).
+_NOT_COMPUTATION = ("id", "paper", "targets", "description", "assumptions", "variant", "smoke")
+_NOT_COMPUTATION_FIELDS = {"data": ("root", "num_workers"), "training": ("checkpoint_every", "sync_every")}
 
 
-def apply_overrides(tree: dict, overrides: list[str], origin: str = "--set") -> dict:
-    """Apply ``key.path=value`` overrides (values parsed as YAML: 3 -> int, [1, 2] -> list)."""
-    for override in overrides:
-        if "=" not in override:
-            raise InputError(f"{origin}: expected key.path=value, found {override!r}")
-        key, raw = override.split("=", 1)
-        _set_path(tree, key.strip(), yaml.safe_load(raw), origin)
-    return tree
+def _sha256(tree: Any) -> str:
+    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def parse_recipe(tree: dict, origin: str) -> Recipe:
+def parse_override(override: str, origin: str = "--set") -> dict[str, Any]:
+    """``key.path=value`` as a one-leaf settings layer (the value parsed as YAML: 3 -> int, [1, 2] -> list).
+
+    >>> parse_override("loss.params.alpha=26")
+    {'loss.params.alpha': 26}
+    """
+    if "=" not in override:
+        raise InputError(f"{origin}: expected key.path=value, found {override!r}")
+    key, raw = override.split("=", 1)
     try:
-        return Recipe.model_validate(tree)
-    except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            field = ".".join(str(part) for part in item["loc"]) or "(top level)"
-            found = item.get("input")
-            found_text = "" if isinstance(found, dict) else f"; found {found!r}"
-            problems.append(f"field {field}: {item['msg']}{found_text}")
-        raise InputError(f"{origin}: invalid recipe: " + "; ".join(problems)) from None
-
-
-def load_recipe(path: str | Path, overrides: list[str] = ()) -> Recipe:
-    """Read a recipe YAML, apply ``--set`` overrides, validate."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: recipe file not found")
-    try:
-        tree = yaml.safe_load(path.read_text())
+        value = yaml.safe_load(raw)
     except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(tree, dict):
-        raise InputError(f"{path}: expected a mapping at the top level, found {type(tree).__name__}")
-    return parse_recipe(apply_overrides(tree, list(overrides)), str(path))
+        raise InputError(f"{origin}: {key.strip()}: the value is not valid YAML ({error})") from None
+    return {key.strip(): value}
 
 
 def smoke_version(recipe: Recipe) -> Recipe:

@@ -1,8 +1,9 @@
 """The paper runner behind ``dml reproduce KEY`` and the ``reproduce-<key>`` nox sessions.
 
-For one paper: list ``reproduce/<key>/*.yaml``, check that their datasets and weight files are on this machine
-(saying how to prepare what is missing), train every recipe x seed (resumable: a run whose results file
-matches the recipe is skipped, an interrupted one continues from its checkpoint), then build the tables.
+For one paper: expand the runs of ``reproduce/<key>/*.yaml`` (``dml_core.recipes``) under the chosen readings,
+check every run's component parameters and that their datasets and weight files are on this machine (saying how
+to prepare what is missing), train every run x seed (resumable: a run whose results file matches the recipe's
+content hash is skipped, an interrupted one continues from its checkpoint), then build the tables.
 ``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
@@ -11,7 +12,7 @@ same results folder (``dml_core.linear.reproduce``); their smoke versions take s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,10 @@ from dml_core.linear.plan import linear_plan_paths
 from dml_core.linear.reproduce import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import results_file, run_folder
-from dml_core.recipe import Recipe, load_recipe, smoke_version
+from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
+from dml_core.recipes.components import located_problems
+from dml_core.recipes.compose import RunDefinition
 from dml_core.results import load_results
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances
 from dml_core.training.builders import data_root as resolve_data_root
@@ -33,9 +37,9 @@ from dml_core.training.builders import transform_config
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One recipe x seed: the resolved recipe (seed set, smoke-shrunk if asked) and where it writes."""
+    """One run x seed: the resolved recipe (seed set, readings chosen, smoke-shrunk if asked) and where it writes."""
 
-    recipe_path: Path
+    run: RunDefinition
     overrides: tuple[str, ...]
     recipe: Recipe
     run_dir: Path
@@ -43,9 +47,15 @@ class PlannedRun:
     smoke: bool = False
 
     @property
+    def recipe_path(self) -> Path:
+        """The recipe file that declares the run."""
+        return self.run.file
+
+    @property
     def name(self) -> str:
-        """``<recipe id> seed <seed>``: how logs and reports name the run."""
-        return f"{self.recipe.id} seed {self.recipe.training.seed}"
+        """``<run name> seed <seed>``: how logs and reports name the run (the run name carries any non-default
+        readings after a ``~``)."""
+        return f"{self.recipe.run_name} seed {self.recipe.training.seed}"
 
 
 @dataclass
@@ -58,59 +68,68 @@ class ReproduceReport:
     tables: PaperTables | None = None
 
 
-def paper_plan_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[Path], list[Path]]:
-    """The deep recipes ``<recipes_dir>/<key>/*.yaml`` and linear plans ``<recipes_dir>/<key>/linear/*.yaml``,
-    sorted, restricted to the ids (file stems) in ``only`` when given."""
-    deep = sorted((Path(recipes_dir) / key).glob("*.yaml"))
+def paper_runs(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[RunDefinition], list[Path]]:
+    """The deep runs of ``<recipes_dir>/<key>/*.yaml`` (sorted by id) and the linear plans
+    ``<recipes_dir>/<key>/linear/*.yaml``, restricted to the run ids (plan stems) in ``only`` when given."""
+    folder = Path(recipes_dir) / key
+    deep = list(load_paper(key, Path(recipes_dir)).runs) if recipe_files(folder) else []
     linear = linear_plan_paths(recipes_dir, key)
     if not deep and not linear:
-        raise InputError(f"{Path(recipes_dir) / key}: no recipes (*.yaml) for paper {key!r}")
+        raise InputError(f"{folder}: no recipes (*.yaml) for paper {key!r}")
     if only:
-        unknown = sorted(set(only) - {path.stem for path in deep + linear})
+        known = [run.id for run in deep] + [path.stem for path in linear]
+        unknown = sorted(set(only) - set(known))
         if unknown:
-            known = ", ".join(path.stem for path in deep + linear)
-            raise InputError(f"--only: expected recipe ids of {key} ({known}), found {', '.join(unknown)}")
-        deep = [path for path in deep if path.stem in only]
+            raise InputError(f"--only: expected run ids of {key} ({', '.join(known)}), found {', '.join(unknown)}")
+        deep = [run for run in deep if run.id in only]
         linear = [path for path in linear if path.stem in only]
     return deep, linear
 
 
-def paper_recipe_paths(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> list[Path]:
-    """``<recipes_dir>/<key>/*.yaml`` sorted, restricted to the ids in ``only`` when given."""
-    return paper_plan_paths(recipes_dir, key, only)[0]
-
-
 def plan_runs(
     key: str,
-    recipe_paths: Sequence[Path],
+    runs: Sequence[RunDefinition],
     seeds: Sequence[int] | None,
     smoke: bool,
     runs_root: Path,
     results_root: Path,
     pipeline: str | None = None,
+    readings: Mapping[str, str] | None = None,
 ) -> list[PlannedRun]:
-    """Every recipe x seed (``seeds=None``: each recipe's own ``training.seed``); ``pipeline`` overrides every
-    recipe's ``data.pipeline`` (recorded with the seed as the run's overrides)."""
+    """Every run x seed (``seeds=None``: each run's own ``training.seed``) under ``readings`` (reading -> value,
+    for the runs that rest on it; the others at their defaults); ``pipeline`` overrides every recipe's
+    ``data.pipeline``. The seed and pipeline are recorded as the run's overrides."""
+    choices = dict(readings or {})
+    check_reading_choices(runs, choices, what=f"the runs of {key}")
     plans = []
-    for path in recipe_paths:
-        for seed in seeds if seeds is not None else [load_recipe(path).training.seed]:
+    for run in runs:
+        for seed in seeds if seeds is not None else [run.recipe(choices).training.seed]:
             overrides = (f"training.seed={seed}",) + ((f"data.pipeline={pipeline}",) if pipeline else ())
-            recipe = load_recipe(path, list(overrides))
+            recipe = run.recipe(choices, overrides)
             if recipe.paper != key:
-                raise InputError(f"{path}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
+                raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
             if smoke:
                 recipe = smoke_version(recipe)
             plans.append(
                 PlannedRun(
-                    recipe_path=path,
+                    run=run,
                     overrides=overrides,
                     recipe=recipe,
-                    run_dir=run_folder(runs_root, key, recipe.id, seed, smoke),
-                    results_path=results_file(results_root, key, recipe.id, seed, smoke),
+                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, smoke),
+                    results_path=results_file(results_root, key, recipe.run_name, seed, smoke),
                     smoke=smoke,
                 )
             )
     return plans
+
+
+def recipe_problems(plans: Sequence[PlannedRun]) -> list[str]:
+    """Every component parameter a planned recipe gets wrong (a typo in a loss parameter, an unknown sampler),
+    each naming the file that set it, the field and what is accepted."""
+    lines = [
+        line for plan in plans for line in located_problems(plan.recipe, plan.run.settings.origins, plan.recipe_path)
+    ]
+    return list(dict.fromkeys(lines))
 
 
 def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[str]:
@@ -171,6 +190,7 @@ class PaperRun:
     progress: bool = True
     linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
     pipeline: str | None = None  # "pil" or "cache" for every deep recipe's data.pipeline; None: as the recipe says
+    readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
 
     def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -180,14 +200,17 @@ class PaperRun:
         Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
         (read now: a bad file should not cost a night of training before the tables fail).
         """
-        deep_paths, linear_paths = paper_plan_paths(self.recipes_dir, self.key, self.only)
+        deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         plans = plan_runs(
-            self.key, deep_paths, self.seeds, self.smoke, self.runs_root, self.results_root, self.pipeline
+            self.key, deep, self.seeds, self.smoke, self.runs_root, self.results_root, self.pipeline, self.readings
         )
         linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root, self.runs_root)
+        bad = recipe_problems(plans)
+        if bad:
+            raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
         problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
         if problems:
-            raise InputError(f"paper {self.key}: missing inputs: " + " | ".join(problems))
+            raise InputError(f"paper {self.key}: missing inputs:\n  " + "\n  ".join(problems))
         return plans, linear_runs, load_tolerances(self.tolerances_path)
 
     def train(self, plan: PlannedRun) -> Path:

@@ -1,10 +1,12 @@
-"""Typed recipes: validation errors name the file and field; overrides; smoke shrinking; the content hash."""
+"""Typed recipes: validation errors name the file and field; ranges; overrides; smoke shrinking; the content hash
+of the computation only."""
 
 import pytest
 import yaml
 
 from dml_core.errors import InputError
-from dml_core.recipe import apply_overrides, load_recipe, smoke_version
+from dml_core.recipe import parse_override
+from dml_core.recipes import load_recipe, smoke_version
 
 BASE = {
     "id": "demo",
@@ -42,6 +44,13 @@ def test_loads_and_fills_defaults(tmp_path):
         ({"schedule": {"name": "step"}}, "needs step_size"),
         ({"bogus": 1}, "field bogus: Extra inputs are not permitted"),
         ({"model": {"backbone": "vgg16"}}, "field model.backbone"),
+        ({"training": {"iterations": 0}}, "field training.iterations: Input should be greater than 0"),
+        ({"training": {"iterations": 10, "eval_every": 0}}, "field training.eval_every"),
+        ({"training": {"iterations": 10, "checkpoint_every": -1}}, "field training.checkpoint_every"),
+        ({"optimizer": {"name": "sgd", "lr": -0.1}}, "field optimizer.lr: Input should be greater than 0"),
+        ({"optimizer": {"name": "sgd", "lr": 0.1, "momentum": -0.9}}, "field optimizer.momentum"),
+        ({"model": {"backbone": "googlenet", "embedding_dim": 0}}, "field model.embedding_dim"),
+        ({"evaluation": {"kmeans_iterations": -5}}, "field evaluation.kmeans_iterations"),
     ],
 )
 def test_malformed_recipes_name_file_and_field(tmp_path, change, message):
@@ -68,16 +77,23 @@ def test_set_overrides_parse_values_as_yaml(tmp_path):
     assert recipe.schedule.milestones == [10, 20]
     assert recipe.loss.params["margin"] == 0.3
     with pytest.raises(InputError, match=r"expected key\.path=value"):
-        apply_overrides({}, ["training.seed"])
+        parse_override("training.seed")
     with pytest.raises(InputError, match=r"field training\.sed"):
         load_recipe(_write(tmp_path, BASE), ["training.sed=1"])
 
 
-def test_content_hash_follows_content_not_formatting(tmp_path):
+def test_content_hash_follows_the_computation_not_formatting_prose_or_targets(tmp_path):
     first = load_recipe(_write(tmp_path, BASE))
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(BASE, default_flow_style=True))
     assert load_recipe(tmp_path / "other.yaml").content_hash() == first.content_hash()
+    reworded = {**BASE, "description": "another wording", "assumptions": ["a sentence"], "id": "renamed"}
+    reworded["targets"] = [{"table": "table9", "row": "elsewhere"}]
+    reworded["smoke"] = {"iterations": 7}
+    reworded["training"] = {**BASE["training"], "checkpoint_every": 7}
+    assert load_recipe(_write(tmp_path, reworded)).content_hash() == first.content_hash()
+    assert load_recipe(_write(tmp_path, reworded)).smoke_hash() != first.smoke_hash()
     assert load_recipe(_write(tmp_path, BASE), ["training.seed=1"]).content_hash() != first.content_hash()
+    assert load_recipe(_write(tmp_path, BASE), ["optimizer.lr=2e-5"]).content_hash() != first.content_hash()
 
 
 def test_smoke_version_shrinks_and_keeps_the_schedule_shape(tmp_path):

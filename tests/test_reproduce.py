@@ -1,18 +1,19 @@
-"""The paper runner: planning recipe x seed, the preflight that names every missing dataset and weight file
-with how to get it, and (slow) a whole smoke reproduction of a tiny synthetic paper through ``dml reproduce``,
-run twice: the second run skips the finished work."""
+"""The paper runner: planning run x seed (under chosen readings), the preflight that names every recipe problem
+and every missing dataset and weight file with how to get it, and (slow) a whole smoke reproduction of a tiny
+synthetic paper through ``dml reproduce``, run twice: the second run skips the finished work, also after its
+prose was reworded."""
 
 import pytest
 
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.reproduce import missing_inputs, paper_recipe_paths, plan_runs, reproduce_paper
+from dml_core.reproduce import PaperRun, is_finished, missing_inputs, paper_runs, plan_runs, reproduce_paper
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
-def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None):
-    paths = paper_recipe_paths(tmp_path / "reproduce", PAPER_KEY, only)
-    return plan_runs(PAPER_KEY, paths, seeds, smoke, tmp_path / "runs", tmp_path / "results", pipeline)
+def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None, readings=None):
+    runs, _ = paper_runs(tmp_path / "reproduce", PAPER_KEY, only)
+    return plan_runs(PAPER_KEY, runs, seeds, smoke, tmp_path / "runs", tmp_path / "results", pipeline, readings)
 
 
 def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
@@ -28,10 +29,26 @@ def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
     smoke = _plans(tmp_path, smoke=True, only=["ours-cub200"])
     assert [p.recipe.data.dataset for p in smoke] == ["embedded"]
     assert smoke[0].results_path == tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json"
-    with pytest.raises(InputError, match=r"--only: expected recipe ids of damlrrm \(lifted-cub200, ours-cub200\)"):
+    with pytest.raises(InputError, match=r"--only: expected run ids of damlrrm \(lifted-cub200, ours-cub200\)"):
         _plans(tmp_path, only=["nope"])
     with pytest.raises(InputError, match="no recipes"):
-        paper_recipe_paths(tmp_path / "reproduce", "gpw")
+        paper_runs(tmp_path / "reproduce", "gpw")
+    with pytest.raises(InputError, match=r"--reading damlrrm\.lr: none of the runs of damlrrm rests on this"):
+        _plans(tmp_path, readings={"damlrrm.lr": "1e-3"})
+
+
+def test_a_typo_in_a_component_parameter_stops_the_paper_before_anything_trains(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    path = write_recipe(tmp_path / "reproduce", loss={"name": "multi_similarity", "params": {"alhpa": 2.0}})
+    paper = PaperRun(
+        PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+    )  # fmt: skip
+    with pytest.raises(InputError) as error:
+        paper.preflight()
+    assert f"{path}: run ours-cub200: field loss.params.alhpa: " in str(error.value)
+    assert "'multi_similarity' takes no parameter 'alhpa'; accepted: alpha, beta" in str(error.value)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch):
@@ -79,7 +96,7 @@ def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache(
 def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch):
     monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
     write_recipe(tmp_path / "reproduce")
-    with pytest.raises(InputError, match="paper damlrrm: missing inputs: dataset cub200"):
+    with pytest.raises(InputError, match="paper damlrrm: missing inputs:\n  dataset cub200"):
         reproduce_paper(
             PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
             results_root=tmp_path / "results", tables_root=tmp_path / "tables", data_root=tmp_path / "data",
@@ -105,10 +122,17 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
     assert "ours-cub200 seed 0: training (smoke)" in out and "1 trained, 0 skipped" in out
     assert (tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json").is_file()
     text = (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").read_text()
-    assert "NOT comparable with the paper" in text and "| ours-cub200 | OURS" in text
-    assert (tmp_path / "tables" / "smoke" / PAPER_KEY / "curve-ours-cub200.png").is_file()
+    assert "NOT comparable with the paper" in text and "OURS" in text
+    assert list((tmp_path / "tables" / "smoke" / PAPER_KEY).glob("*.png")), "the table's figures"
     assert main(args) == 0
     assert "0 trained, 1 skipped" in capsys.readouterr().out
+    # Rewording the prose (description, assumptions) leaves the finished run finished; a learning rate does not.
+    write_recipe(tmp_path / "reproduce", **TINY_SMOKE, description="Reworded.", assumptions=["A new sentence."])
+    (plan,) = _plans(tmp_path, smoke=True)
+    assert is_finished(plan)
+    write_recipe(tmp_path / "reproduce", **TINY_SMOKE, optimizer={"name": "adam", "lr": 2e-3})
+    (plan,) = _plans(tmp_path, smoke=True)
+    assert not is_finished(plan)
 
 
 @pytest.mark.slow

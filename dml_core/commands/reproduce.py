@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dml_core.commands.options import add_reading_option
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.published import PAPER_KEYS
@@ -33,7 +34,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("paper", choices=PAPER_KEYS)
     parser.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
     parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: each recipe's training.seed)")
-    parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these recipe ids")
+    parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
+    add_reading_option(
+        parser,
+        "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
+        "`dml recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
+    )
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: $DML_DATA_ROOT, ./data)")
     parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
     parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
@@ -122,6 +128,7 @@ def _check_launcher_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dml_core.recipes import parse_reading_choices
     from dml_core.reproduce import PaperRun, reproduce
 
     _check_launcher_flags(args)
@@ -141,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         linear_jobs=args.linear_jobs,
         pipeline=args.pipeline,
+        readings=parse_reading_choices(args.readings),
     )
     if args.launcher == "inline":
         report = reproduce(paper)

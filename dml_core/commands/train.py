@@ -1,10 +1,12 @@
-"""``dml train RECIPE``: run a recipe, write checkpoints and a results file."""
+"""``dml train RUN``: run a recipe (a run id of ``dml recipes list``, or a recipe file), write checkpoints and a
+results file."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from dml_core.commands.options import add_reading_option
 from dml_core.output_paths import runs_root
 
 SUMMARY = "train and evaluate one recipe; writes checkpoint.pt and results.json"
@@ -14,17 +16,22 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
         help=SUMMARY,
-        description="Train RECIPE (a YAML file, see reproduce/<paper>/), evaluating on the test split every "
-        "training.eval_every, and write an atomic checkpoint and a results file.",
+        description="Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `dml recipes list`; or a "
+        "recipe file of one run), evaluating on the test split every training.eval_every, and write an atomic "
+        "checkpoint and a results file.",
     )
-    parser.add_argument("recipe", type=Path, help="recipe YAML")
+    parser.add_argument("recipe", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe YAML")
+    add_reading_option(
+        parser, "train under another value of a reading the run rests on (repeatable; `dml recipes show RUN`)"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a recipe field, e.g. --set training.seed=1 (repeatable)",
+        help="override a recipe field, e.g. --set training.seed=1 (repeatable; applied after --smoke shrinks the "
+        "recipe, so it is kept)",
     )
     parser.add_argument(
         "--out", type=Path, help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke])"
@@ -43,17 +50,24 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.recipe import load_recipe, smoke_version
+    from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run, smoke_version
+    from dml_core.recipes.components import check_components
+    from dml_core.recipes.compose import with_overrides
     from dml_core.training import train
 
-    recipe = load_recipe(args.recipe, args.overrides)
+    run_definition = resolve_run(args.recipe)
+    choices = parse_reading_choices(args.readings)
+    check_reading_choices([run_definition], choices, what=f"run {run_definition.id}")
+    recipe = run_definition.recipe(choices)
     if args.smoke:
         recipe = smoke_version(recipe)
-    out = args.out or runs_root() / f"{recipe.id}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
+    recipe = with_overrides(recipe, args.overrides)
+    check_components(recipe, run_definition.settings.origins, run_definition.file)
+    name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
     path = train(
         recipe,
-        out,
-        recipe_path=args.recipe,
+        args.out or runs_root() / name,
+        recipe_path=run_definition.file,
         overrides=args.overrides,
         smoke=args.smoke,
         resume=args.resume,

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from dml_core.atomic_io import atomic_write_json
-from dml_core.recipe import load_recipe, smoke_version
+from dml_core.recipes import load_recipe, smoke_version
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
@@ -52,10 +52,7 @@ def _sync() -> None:
 
 
 def _setup(paper: str, data_root: Path, pipeline: str):
-    path = ROOT / "reproduce" / paper / f"{MAIN_RECIPES[paper]}.yaml"
-    if not path.exists():
-        pytest.skip(f"{path} not pinned yet")
-    recipe = load_recipe(path, [f"data.pipeline={pipeline}"])
+    recipe = load_recipe(f"{paper}/{MAIN_RECIPES[paper]}", [f"data.pipeline={pipeline}"])
     if not ON_CUDA:
         recipe = smoke_version(recipe)
     elif "DML_BENCH_DATA_ROOT" not in os.environ:

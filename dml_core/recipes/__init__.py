@@ -1,0 +1,32 @@
+"""Recipes: the typed settings of a run (``dml_core.recipe``), how recipe files compose them
+(``compose``), the papers' assumptions and readings (``assumptions``), every run of the suite (``catalog``) and
+the checks of component parameters against what the registries accept (``components``)."""
+
+from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipes.catalog import (
+    PAPERS,
+    PaperRecipes,
+    check_reading_choices,
+    find_run,
+    load_catalog,
+    load_paper,
+    load_recipe,
+    parse_reading_choices,
+    resolve_run,
+)
+from dml_core.recipes.compose import RunDefinition
+
+__all__ = [
+    "PAPERS",
+    "PaperRecipes",
+    "Recipe",
+    "RunDefinition",
+    "check_reading_choices",
+    "find_run",
+    "load_catalog",
+    "load_paper",
+    "load_recipe",
+    "parse_reading_choices",
+    "resolve_run",
+    "smoke_version",
+]

@@ -1,0 +1,159 @@
+"""A recipe's component parameters checked against what the components accept, before anything trains.
+
+Loss, sampler and head parameters are free-form mappings in the recipe schema (each component takes its own);
+here they are checked against the constructor of the registered component: unknown names (with the accepted
+ones), missing required ones, and values against the constructor's type annotations (pydantic). A nested base
+loss (cgml's and drml's ``base`` / ``base_params``) is checked the same way. Parameters the builder fills in
+from the run (``num_classes``, ``embedding_dim``, ``group_sizes``, a sampler's ``labels`` and ``seed``, a head's
+input and output widths) are not required.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from dml_core.data import SAMPLERS
+from dml_core.data.registry import DATASETS
+from dml_core.errors import InputError
+from dml_core.losses import LOSSES
+from dml_core.models import LinearEmbedding, MultiLevelFusionHead, RelationalHead
+from dml_core.recipe import Recipe
+from dml_core.recipes.settings_tree import origin_of
+
+Problem = tuple[tuple[str, ...], str]  # (field path, message)
+
+# Filled in by the builders from the run; a recipe may set them, never has to.
+DERIVED_LOSS_PARAMETERS = frozenset({"num_classes", "embedding_dim", "group_sizes"})
+NESTED_LOSS = ("base", "base_params")  # a composite loss names its base loss and that loss's parameters
+HEADS: dict[str, tuple[Callable, frozenset[str]]] = {
+    "linear": (LinearEmbedding, frozenset({"in_dim", "dim", "normalize"})),
+    "multi_level_fusion": (MultiLevelFusionHead, frozenset({"level_dims", "dim", "normalize"})),
+    "relational": (RelationalHead, frozenset({"in_dim", "normalize"})),
+}
+HEAD_EXTRA_PARAMETERS = {"multi_level_fusion": {"levels": list[str]}}  # read by the builder, not the class
+
+
+def component_problems(recipe: Recipe) -> list[Problem]:
+    """Every problem with the recipe's loss, sampler (its smoke parameters included), head and dataset."""
+    problems: list[Problem] = []
+    if recipe.data.dataset not in DATASETS:
+        problems.append((("data", "dataset"), f"unknown dataset {recipe.data.dataset!r}; known: {_names(DATASETS)}"))
+    problems += _loss_problems(recipe.loss.name, dict(recipe.loss.params), ("loss",))
+    sampler, params = recipe.sampler.name, dict(recipe.sampler.params)
+    if sampler not in SAMPLERS:
+        problems.append((("sampler", "name"), f"unknown sampler {sampler!r}; known: {_names(SAMPLERS)}"))
+    else:
+        where = ("sampler", "params")
+        problems += _parameter_problems(SAMPLERS[sampler], params, frozenset({"labels", "seed"}), where, sampler)
+        smoke = {**params, **recipe.smoke.sampler_params}
+        smoke_where = ("smoke", "sampler_params")
+        problems += _parameter_problems(SAMPLERS[sampler], smoke, frozenset({"labels", "seed"}), smoke_where, sampler)
+    head = recipe.model.head
+    cls, derived = HEADS[head.name]
+    problems += _parameter_problems(cls, dict(head.params), derived, ("model", "head", "params"), head.name)
+    return list(dict.fromkeys(problems))
+
+
+def located_problems(recipe: Recipe, origins: Mapping[tuple[str, ...], str], file: Path | str) -> list[str]:
+    """``component_problems`` as lines naming the file that set each field (``origins``; else ``file``)."""
+    lines = []
+    for path, message in component_problems(recipe):
+        where = origin_of(path, origins) or str(file)
+        lines.append(f"{where}: run {recipe.id}: field {'.'.join(path)}: {message}")
+    return list(dict.fromkeys(lines))
+
+
+def check_components(recipe: Recipe, origins: Mapping[tuple[str, ...], str], file: Path | str) -> None:
+    """Raise ``InputError`` listing every component problem of ``recipe``, one per line."""
+    lines = located_problems(recipe, origins, file)
+    if lines:
+        raise InputError(f"{len(lines)} recipe problem(s):\n  " + "\n  ".join(lines))
+
+
+def _loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
+    if name not in LOSSES:
+        return [((*where, "name"), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
+    problems = _parameter_problems(LOSSES[name], params, DERIVED_LOSS_PARAMETERS, (*where, "params"), name)
+    base, base_params = NESTED_LOSS
+    if base in _accepted(LOSSES[name]) and isinstance(params.get(base), str):
+        nested = params.get(base_params) or {}
+        if isinstance(nested, Mapping):
+            problems += _nested_loss_problems(params[base], dict(nested), (*where, "params"))
+    return problems
+
+
+def _nested_loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
+    if name not in LOSSES:
+        return [((*where, NESTED_LOSS[0]), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
+    owner = (*where, NESTED_LOSS[1])
+    return _parameter_problems(LOSSES[name], params, DERIVED_LOSS_PARAMETERS, owner, name)
+
+
+def _parameter_problems(
+    cls: Callable, params: dict[str, Any], derived: frozenset[str], where: tuple[str, ...], name: str
+) -> list[Problem]:
+    accepted = _accepted(cls)
+    extra = HEAD_EXTRA_PARAMETERS.get(name, {})
+    settable = [key for key in accepted if key not in derived] + list(extra)
+    problems: list[Problem] = []
+    for key in params:
+        if key not in accepted and key not in extra:
+            problems.append(
+                ((*where, key), f"{name!r} takes no parameter {key!r}; accepted: {', '.join(settable) or 'none'}")
+            )
+    for key, parameter in accepted.items():
+        if parameter.default is inspect.Parameter.empty and key not in derived and key not in params:
+            problems.append(((*where, key), f"{name!r} needs parameter {key!r}"))
+    types = {**_annotations(cls), **extra}
+    for key, value in params.items():
+        if key in types and key in settable:
+            message = _type_problem(types[key], value)
+            if message:
+                problems.append(((*where, key), f"{name!r} parameter {key!r}: {message}; found {value!r}"))
+    return problems
+
+
+@cache
+def _accepted(cls: Callable) -> dict[str, inspect.Parameter]:
+    parameters = inspect.signature(cls).parameters
+    return {k: p for k, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+@cache
+def _annotations(cls: Callable) -> dict[str, Any]:
+    """The constructor's resolved annotations (a name that cannot be resolved is left unchecked)."""
+    init = cls.__init__ if inspect.isclass(cls) else cls
+    try:
+        return typing.get_type_hints(init)
+    except (NameError, TypeError):
+        return {}
+
+
+@cache
+def _adapter(annotation: Any) -> TypeAdapter | None:
+    try:
+        return TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
+    except Exception:  # an annotation pydantic cannot check (a tensor type, a protocol): left unchecked
+        return None
+
+
+def _type_problem(annotation: Any, value: Any) -> str | None:
+    adapter = _adapter(annotation)
+    if adapter is None:
+        return None
+    try:
+        adapter.validate_python(value, strict=isinstance(value, str))
+    except ValidationError as error:
+        return "; ".join(item["msg"] for item in error.errors())
+    return None
+
+
+def _names(registry: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(registry))

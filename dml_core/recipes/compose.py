@@ -1,0 +1,329 @@
+"""Recipe files: a base extended and overridden, runs declared one by one or as grids, readings as patches.
+
+A recipe file (YAML) may hold, every key optional:
+
+``extends: base.yaml``
+    the file whose settings this one starts from (relative to this file; chains are allowed, cycles are not);
+``anchors: {...}``
+    a place for YAML anchors (``&name`` / ``*name``) that entries share; not read otherwise;
+recipe settings
+    any fields of a recipe, nested or as dotted paths (``loss.params.alpha: 26``);
+``assumptions: [id, ...]``
+    ids of ``assumptions.yaml`` (in the paper's folder) these runs rest on;
+``readings: {name: {value: settings, ...}}``
+    for each named reading of ``assumptions.yaml``, what each of its values changes for these runs;
+``runs: [entry, ...]``
+    the runs the file declares (a file without runs is a base for others; runs are not inherited);
+``targets: {run id: ["table/row", ...]}``
+    published rows of runs, beside those their entries name.
+
+An entry holds ``id`` (a ``str.format`` template over the grid's axis names), optional ``description`` (the
+same), ``targets`` (``"table/row"`` templates; ``{id}`` is the run's id), ``grid`` (``{axis: {label:
+settings}}``: one run per combination, axes in order) and settings, assumptions and readings of its own.
+
+Settings apply in this order, later winning: the extends chain (base first), the file, the entry, each axis in
+order, then the chosen value of each reading (its default unless asked). Mappings merge key by key; lists and
+scalars replace; assumptions accumulate and a reading's patches are those of its nearest declaration.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dml_core.errors import InputError
+from dml_core.recipe import Recipe, Target, parse_override
+from dml_core.recipes.assumptions import PaperAssumptions
+from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
+from dml_core.schema import read_yaml_mapping
+
+FILE_KEYS = frozenset({"extends", "anchors", "runs", "targets"})
+ENTRY_KEYS = frozenset({"id", "targets", "grid"})
+ACCUMULATED_KEYS = frozenset({"assumptions", "readings"})
+# A layer that switches a component to another one drops the parameters of the one it replaces (they would not fit).
+COMPONENT_PARAMETERS = {
+    ("loss", "name"): (("loss", "params"),),
+    ("loss", "params", "base"): (("loss", "params", "base_params"),),
+    ("sampler", "name"): (("sampler", "params"), ("smoke", "sampler_params")),
+    ("model", "head", "name"): (("model", "head", "params"),),
+}
+
+Patch = tuple[dict[str, Any], str]  # settings and where they were written
+
+
+@dataclass
+class Layered:
+    """Settings built up layer by layer, with the origin of every leaf, the assumption ids and reading patches."""
+
+    tree: dict[str, Any] = field(default_factory=dict)
+    origins: dict[tuple[str, ...], str] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    readings: dict[str, dict[str, Patch]] = field(default_factory=dict)
+    reading_origins: dict[str, str] = field(default_factory=dict)  # where each reading's patches were declared
+
+    def copy(self) -> Layered:
+        return copy.deepcopy(self)
+
+    def add(self, layer: Mapping[str, Any], origin: str, reserved: frozenset[str] = frozenset()) -> None:
+        """Merge one layer: its settings, its assumption ids and its reading patches."""
+        if not isinstance(layer, Mapping):
+            raise InputError(f"{origin}: expected a mapping of settings, found {type(layer).__name__}")
+        settings = expand_dotted(
+            {k: v for k, v in layer.items() if k not in reserved and k not in ACCUMULATED_KEYS}, origin
+        )
+        self._drop_replaced_parameters(settings)
+        merge(self.tree, settings, origin, self.origins)
+        ids = layer.get("assumptions", [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InputError(f"{origin}: field assumptions: expected a list of assumption ids, found {ids!r}")
+        self.assumptions += [i for i in ids if i not in self.assumptions]
+        readings = layer.get("readings", {})
+        if not isinstance(readings, Mapping):
+            raise InputError(f"{origin}: field readings: expected {{name: {{value: settings}}}}, found {readings!r}")
+        for name, patches in readings.items():
+            if not isinstance(patches, Mapping) or not all(isinstance(p, Mapping) for p in patches.values()):
+                raise InputError(f"{origin}: field readings.{name}: expected {{value: settings}}, found {patches!r}")
+            self.reading_origins[name] = origin
+            self.readings[name] = {
+                str(value): (dict(patch), f"{origin}: readings.{name}.{value}") for value, patch in patches.items()
+            }
+
+    def _drop_replaced_parameters(self, settings: Mapping[str, Any]) -> None:
+        for name_path, parameter_paths in COMPONENT_PARAMETERS.items():
+            new, old = _get(settings, name_path), _get(self.tree, name_path)
+            if new is None or old is None or new == old:
+                continue
+            for path in parameter_paths:
+                parent = _get(self.tree, path[:-1])
+                if isinstance(parent, dict):
+                    parent.pop(path[-1], None)
+                for stale in [p for p in self.origins if p[: len(path)] == path]:
+                    del self.origins[stale]
+
+
+def _get(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(tree, Mapping) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+@dataclass(frozen=True)
+class RunDefinition:
+    """One run a recipe file declares, expanded but for the choice of readings (``recipe`` makes the Recipe).
+
+    ``paper_assumptions`` is None for a recipe file outside a paper folder: its assumptions are sentences and
+    it has no readings."""
+
+    id: str
+    file: Path
+    settings: Layered
+    targets: tuple[str | Mapping, ...]  # "table/row" (or {table, row})
+    paper_assumptions: PaperAssumptions | None
+
+    @property
+    def paper(self) -> str | None:
+        return self.paper_assumptions.paper if self.paper_assumptions else self.settings.tree.get("paper")
+
+    @property
+    def reading_names(self) -> list[str]:
+        return list(self.settings.readings)
+
+    def default_reading(self, name: str) -> str:
+        return self.paper_assumptions.readings[name].default
+
+    def recipe(self, choices: Mapping[str, str] | None = None, overrides: Sequence[str] = ()) -> Recipe:
+        """The run as a validated ``Recipe`` under ``choices`` (reading -> value; others at their default) and
+        ``--set`` style ``overrides`` (applied last)."""
+        layered = self.settings.copy()
+        chosen = {}
+        for name, patches in list(layered.readings.items()):
+            value = (choices or {}).get(name, self.default_reading(name))
+            patch, origin = patches[value]
+            layered.add(patch, origin)
+            chosen[name] = value
+        for override in overrides:
+            merge(layered.tree, parse_override(override), "--set", layered.origins)
+        tree = layered.tree
+        declared = tree.get("paper")
+        if self.paper_assumptions and declared not in (None, self.paper):
+            origin = origin_of(("paper",), layered.origins)
+            raise InputError(f"{origin}: field paper: expected {self.paper!r} (its folder), found {declared!r}")
+        tree.update(
+            id=self.id,
+            paper=self.paper,
+            targets=[_target(text, str(self.file)) for text in self.targets],
+            assumptions=self._assumption_texts(layered.assumptions),
+            readings=chosen,
+            variant=variant_name({n: v for n, v in chosen.items() if v != self.default_reading(n)}),
+        )
+        try:
+            return Recipe.model_validate(tree)
+        except ValidationError as error:
+            raise InputError(_problems(error, self.id, self.file, layered.origins)) from None
+
+    def _assumption_texts(self, ids: list[str]) -> dict[str, str] | list[str]:
+        if self.paper_assumptions is None:
+            return ids  # sentences, numbered by the schema
+        return {i: self.paper_assumptions.text(i, str(self.file)) for i in ids}
+
+
+def with_overrides(recipe: Recipe, overrides: Sequence[str]) -> Recipe:
+    """``recipe`` with ``--set`` style overrides applied on top (after a smoke shrink, so they are kept)."""
+    if not overrides:
+        return recipe
+    tree = recipe.model_dump(mode="python")
+    for override in overrides:
+        merge(tree, parse_override(override), "--set", {})
+    try:
+        return Recipe.model_validate(tree)
+    except ValidationError as error:
+        raise InputError(_problems(error, recipe.id, Path("--set"), {})) from None
+
+
+def variant_name(non_default: Mapping[str, str]) -> str:
+    """How a run under non-default readings is named after its id ("" for the defaults).
+
+    >>> variant_name({"damlrrm.lr": "1e-3", "cgml.graphs": "halves"})
+    'cgml.graphs=halves~damlrrm.lr=1e-3'
+    """
+    return "~".join(f"{name}={value}" for name, value in sorted(non_default.items()))
+
+
+def _problems(error: ValidationError, run_id: str, file: Path, origins: Mapping) -> str:
+    lines = []
+    for item in error.errors():
+        path = tuple(str(part) for part in item["loc"])
+        where = origin_of(path, origins) or str(file)
+        found = item.get("input")
+        found_text = "" if isinstance(found, dict) else f"; found {found!r}"
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: run {run_id}: field {dotted(path) or '(top level)'}: {message}{found_text}")
+    return "; ".join(lines)
+
+
+def _target(target: str | Mapping, origin: str) -> Target:
+    """``"table/row"`` (or ``{table: ..., row: ...}``) as a ``Target``."""
+    if isinstance(target, Mapping) and set(target) == {"table", "row"}:
+        return Target(table=str(target["table"]), row=str(target["row"]))
+    if not isinstance(target, str) or target.count("/") != 1:
+        raise InputError(f"{origin}: field targets: expected 'table/row', found {target!r}")
+    table, row = target.split("/")
+    return Target(table=table, row=row)
+
+
+def _template_fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def _format(template: str, labels: Mapping[str, str], origin: str, what: str) -> str:
+    unknown = _template_fields(template) - set(labels)
+    if unknown:
+        raise InputError(
+            f"{origin}: field {what}: {{{', '.join(sorted(unknown))}}} is not a grid axis "
+            f"(axes: {', '.join(a for a in labels if a != 'id') or 'none'})"
+        )
+    return template.format(**labels)
+
+
+def extends_chain(path: Path) -> list[tuple[Path, dict]]:
+    """The file and the files it extends, base first, each with its YAML mapping."""
+    chain: list[tuple[Path, dict]] = []
+    current: Path | None = Path(path)
+    while current is not None:
+        if any(current.resolve() == seen.resolve() for seen, _ in chain):
+            raise InputError(f"{current}: field extends: a cycle ({' -> '.join(str(p) for p, _ in chain)})")
+        tree = read_yaml_mapping(current, "recipe file")
+        chain.append((current, tree))
+        parent = tree.get("extends")
+        if parent is not None and not isinstance(parent, str):
+            raise InputError(f"{current}: field extends: expected a file name, found {parent!r}")
+        current = current.parent / parent if parent else None
+        if current is not None and not current.is_file():
+            raise InputError(f"{chain[-1][0]}: field extends: {current} not found")
+    return chain[::-1]
+
+
+def expand_file(path: Path, paper_assumptions: PaperAssumptions | None) -> list[RunDefinition]:
+    """Every run ``path`` declares (none for a base file), in declaration order."""
+    chain = extends_chain(path)
+    base = Layered()
+    for file, tree in chain:
+        base.add(tree, str(file), reserved=FILE_KEYS)
+    top = chain[-1][1]
+    entries = top.get("runs")
+    extra_targets = top.get("targets", {})
+    if entries is None:  # one recipe (its id and targets at the top level), or a base file for others
+        entries = [{"id": str(base.tree["id"]), "targets": top.get("targets", [])}] if "id" in base.tree else []
+        extra_targets = {}
+    if not isinstance(entries, list):
+        raise InputError(f"{path}: field runs: expected a list of run entries, found {type(entries).__name__}")
+    if not isinstance(extra_targets, Mapping):
+        raise InputError(f"{path}: field targets: expected {{run id: ['table/row', ...]}}, found {extra_targets!r}")
+    runs: list[RunDefinition] = []
+    for number, entry in enumerate(entries):
+        runs += _expand_entry(path, number, entry, base, extra_targets, paper_assumptions)
+    ids = [run.id for run in runs]
+    unknown = sorted(set(extra_targets) - set(ids))
+    if unknown:
+        raise InputError(f"{path}: field targets: {', '.join(unknown)} is not a run of this file")
+    for run in runs:
+        _check_readings(run, paper_assumptions)
+    return runs
+
+
+def _expand_entry(
+    path: Path,
+    number: int,
+    entry: Any,
+    base: Layered,
+    extra_targets: Mapping,
+    paper_assumptions: PaperAssumptions | None,
+) -> list[RunDefinition]:
+    origin = f"{path}: runs[{number}]"
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+        raise InputError(f"{origin}: expected a mapping with an id, found {entry!r}")
+    grid = entry.get("grid", {})
+    if not isinstance(grid, Mapping) or not all(isinstance(v, Mapping) and v for v in grid.values()):
+        raise InputError(f"{origin}: field grid: expected {{axis: {{label: settings}}}}, found {grid!r}")
+    targets = entry.get("targets", [])
+    if not isinstance(targets, list):
+        raise InputError(f"{origin}: field targets: expected a list of 'table/row', found {targets!r}")
+    runs = []
+    for combination in itertools.product(*(list(values.items()) for values in grid.values())):
+        labels = {axis: str(label) for axis, (label, _) in zip(grid, combination, strict=True)}
+        layered = base.copy()
+        layered.add(entry, origin, reserved=ENTRY_KEYS)
+        for axis, (label, settings) in zip(grid, combination, strict=True):
+            layered.add(settings, f"{origin}.grid.{axis}.{label}")
+        run_id = _format(entry["id"], labels, origin, "id")
+        if "description" in layered.tree and grid:
+            layered.tree["description"] = _format(str(layered.tree["description"]), labels, origin, "description")
+        run_targets = [
+            t if isinstance(t, Mapping) else _format(t, {**labels, "id": run_id}, origin, "targets") for t in targets
+        ]
+        run_targets += [t for t in extra_targets.get(run_id, []) if t not in run_targets]
+        runs.append(RunDefinition(run_id, path, layered, tuple(run_targets), paper_assumptions))
+    return runs
+
+
+def _check_readings(run: RunDefinition, paper_assumptions: PaperAssumptions | None) -> None:
+    defined = paper_assumptions.readings if paper_assumptions else {}
+    for name, patches in run.settings.readings.items():
+        origin = run.settings.reading_origins[name]
+        if name not in defined:
+            known = ", ".join(sorted(defined)) or "none (readings are declared in a paper's assumptions.yaml)"
+            raise InputError(f"{origin}: field readings: unknown reading {name!r}; readings of {run.paper}: {known}")
+        if set(patches) != set(defined[name].values):
+            raise InputError(
+                f"{origin}: field readings.{name}: expected a patch for each value "
+                f"({', '.join(defined[name].values)}), found {', '.join(patches)}"
+            )

@@ -1,0 +1,49 @@
+"""``dml recipes`` lists and shows the expanded runs; ``dml train`` takes a run id and readings."""
+
+import pytest
+import yaml
+
+from dml_core.cli import main
+from dml_core.results import load_results
+
+
+def test_list_shows_every_run_with_its_targets(capsys):
+    assert main(["recipes", "list", "--paper", "damlrrm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("damlrrm (15 runs)")
+    assert "ours-cub200  ->  table1/ours-cub200, table4/ours-alpha-30-cub200" in out
+    assert "[readings: damlrrm.lr]" in out
+
+
+def test_show_prints_the_expanded_recipe_under_a_reading(capsys):
+    assert main(["recipes", "show", "damlrrm/ours-cub200", "--reading", "damlrrm.lr=1e-3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# run damlrrm/ours-cub200~damlrrm.lr=1e-3")
+    assert "reproduce/damlrrm/ours.yaml <- reproduce/damlrrm/base.yaml" in out
+    recipe = yaml.safe_load(out)
+    assert recipe["optimizer"]["lr"] == 1.0e-3 and recipe["readings"] == {"damlrrm.lr": "1e-3"}
+
+
+def test_an_id_two_papers_share_needs_its_paper_and_a_bad_reading_is_named(capsys):
+    assert main(["recipes", "show", "npair-cub200"]) == 2
+    assert "name one: damlrrm/npair-cub200, cgml/npair-cub200" in capsys.readouterr().err
+    assert main(["recipes", "show", "ours-cub200", "--reading", "damlrrm.lr=1e-2"]) == 2
+    assert "--reading damlrrm.lr: expected one of 1e-4, 1e-3, found '1e-2'" in capsys.readouterr().err
+
+
+def test_readings_lists_question_values_and_default(capsys):
+    assert main(["recipes", "readings", "damlrrm"]) == 0
+    out = capsys.readouterr().out
+    assert "damlrrm.lr  (15 runs rest on it" in out and "1e-4 (default):" in out
+
+
+@pytest.mark.slow
+def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
+    out = tmp_path / "run"
+    args = ["train", "ours-sop", "--smoke", "--reading", "damlrrm.lr=1e-3", "--set", "training.iterations=1"]
+    assert main([*args, "--set", "training.eval_every=1", "--out", str(out), "--no-progress"]) == 0
+    results = load_results(out / "results.json")
+    assert results.recipe.id == "ours-sop" and results.recipe.path == "reproduce/damlrrm/ours.yaml"
+    assert results.recipe.content["readings"] == {"damlrrm.lr": "1e-3"}
+    assert results.timing.iterations == 1 and results.smoke
