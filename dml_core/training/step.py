@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+from torch.nn.utils import clip_grad_norm_
 
 from dml_core.recipe import TrainingSettings
 from dml_core.training.distributed import Sharding
@@ -22,6 +23,11 @@ def fp32(output):
     return output
 
 
+def optimised_parameters(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    """Every parameter the optimiser steps, in its groups' order."""
+    return [parameter for group in optimizer.param_groups for parameter in group["params"]]
+
+
 def train_step(
     forward,
     loss_fn,
@@ -32,7 +38,9 @@ def train_step(
     settings: TrainingSettings,
     sharding: Sharding | None = None,
 ) -> torch.Tensor:
-    """Forward (bf16 autocast on CUDA if asked), fp32 loss, backward, optimiser and schedule step.
+    """Forward (bf16 autocast on CUDA if asked), fp32 loss, backward, gradient clipping if asked (the total norm
+    of every parameter the optimiser steps, model and loss alike, at most ``settings.grad_clip_norm``),
+    optimiser and schedule step.
 
     With ``sharding`` over several processes, ``images``/``labels`` are this process's share and the loss runs
     on the gathered global batch (see ``distributed``). Returns the loss tensor without reading it (no host
@@ -50,6 +58,9 @@ def train_step(
     loss.backward()
     if sharding is not None:
         sharding.process.average_gradients(loss_fn.parameters())
+    if settings.grad_clip_norm is not None:
+        # after the averaging, so every process clips the same gradients; no host read (the norm stays on device)
+        clip_grad_norm_(optimised_parameters(optimizer), settings.grad_clip_norm)
     optimizer.step()
     scheduler.step()
     return loss

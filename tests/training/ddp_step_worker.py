@@ -24,7 +24,10 @@ CASES = {
     "proxy (proxy-anchor)": ("proxy_anchor", {"num_classes": 4, "embedding_dim": EMBEDDING_DIM}, (16,), 0),
     "damlrrm (two streams)": ("damlrrm", {"group_sizes": (8, 8)}, (8, 8), 0),
     "pair, first layer frozen for one step": ("multi_similarity", {}, (16,), 1),
+    "proxy, gradients clipped": ("proxy_anchor", {"num_classes": 4, "embedding_dim": EMBEDDING_DIM}, (16,), 0),
 }
+# training.grad_clip_norm per case (None: no clipping); 10 is well below this case's gradient norms (65-112)
+GRAD_CLIP_NORMS = {"proxy, gradients clipped": 10.0}
 
 
 def global_batches(group_sizes: tuple[int, ...]) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -46,6 +49,7 @@ def run_case(name: str, process: Process) -> dict:
     optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=0.05, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
     sharding = Sharding(process, group_sizes)
+    settings = TrainingSettings(iterations=1, grad_clip_norm=GRAD_CLIP_NORMS.get(name))
     losses = []
     for step, (images, labels) in enumerate(global_batches(group_sizes)):
         if step in (0, frozen_steps):  # as the trainer does: a new DDP wrapper whenever what trains changes
@@ -53,8 +57,7 @@ def run_case(name: str, process: Process) -> dict:
             forward = sharding.wrap(model, torch.device("cpu"))
         slots = torch.as_tensor(sharding.slots)
         loss = train_step(
-            forward, loss_fn, optimizer, scheduler, images[slots], labels[slots], TrainingSettings(iterations=1),
-            sharding,
+            forward, loss_fn, optimizer, scheduler, images[slots], labels[slots], settings, sharding,
         )  # fmt: skip
         losses.append(loss.item())
     return {
