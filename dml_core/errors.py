@@ -6,3 +6,10 @@ Messages name the file (when there is one), the field, what was expected and wha
 
 class InputError(ValueError):
     """Bad input from a user: a file, a field, an argument. Never a bug in the suite."""
+
+
+class OutputError(OSError):
+    """A place the suite must write to cannot take the output (unwritable, full, a file in the way).
+
+    The message names the file or folder and the reason; an ``OSError``, so callers that handle OSError still do.
+    """
