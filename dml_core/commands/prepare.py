@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     )
     counts = ", ".join(f"{split} {count:,}" for split, count in prepared.images_per_split.items())
     print(f"{prepared.dataset}: verified ({counts} images); index: {prepared.index_file}")
+    for note in prepared.notes:  # what could not be checked, one line each
+        print(f"{prepared.dataset}: note: {note}")
     if args.cache:
         from dml_core.data.image_cache import build_cache
 

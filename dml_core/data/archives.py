@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tarfile
 import tempfile
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.errors import InputError
 
 ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".zip")
+# Extraction stages in a hidden folder of the destination, named with its owner (see atomic_io.owner_tag).
+EXTRACT_PREFIX = ".extract-"
+MEMBERS_READ = 64
 
 
 def is_archive(path: Path) -> bool:
     return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def top_folders(archive: Path, members: int = MEMBERS_READ) -> set[str]:
+    """The top-level names among the first ``members`` entries of a zip or tar archive (whatever its file name);
+    empty if it is neither. Reading a tar's first entries decompresses only its beginning."""
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as bundle:
+                names = bundle.namelist()[:members]
+        else:
+            with tarfile.open(archive) as bundle:
+                names = [member.name for member in itertools.islice(bundle, members)]
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError):
+        return set()
+    return {PurePosixPath(name).parts[0] for name in names if PurePosixPath(name).parts}
 
 
 def _extract_zip(archive: Path, target: Path) -> None:
@@ -30,14 +50,16 @@ def extract(archive: Path, destination: Path) -> list[Path]:
     """Unpack ``archive`` into ``destination``; return the top-level entries it created.
 
     Unpacks into a temporary folder first and moves the entries into place, so an interrupted extraction
-    leaves no half folder under its final name. Existing entries of the same name are replaced.
+    leaves no half folder under its final name. Existing entries of the same name are replaced. Staging folders
+    that killed extractions left are removed first.
     """
     archive, destination = Path(archive), Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=destination))
+    remove_stale_temporaries(destination, EXTRACT_PREFIX)
+    staging = Path(tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{owner_tag()}.", dir=destination))
     try:
         try:
-            if archive.name.lower().endswith(".zip"):
+            if zipfile.is_zipfile(archive):
                 _extract_zip(archive, staging)
             else:
                 with tarfile.open(archive) as bundle:

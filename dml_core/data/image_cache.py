@@ -14,7 +14,6 @@ temporary folder and renamed into place, so a cache is either complete or absent
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 from torchvision.transforms import v2
 from tqdm import tqdm
 
-from dml_core.atomic_io import atomic_write_json, read_json_object
+from dml_core.atomic_io import atomic_write_json, owner_tag, read_json_object, remove_stale_temporaries
 from dml_core.data.images import load_image
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
@@ -48,8 +47,11 @@ def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: 
     split_index = load_split(dataset, root, split)
     resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
     target = cache_dir(root, dataset, split, resize_mode, resize)
-    # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide.
-    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide; what
+    # killed builds left (their owner no longer runs) is removed first.
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target.parent, f"{target.name}.partial-")
+    staging = target.with_name(f"{target.name}.partial-{owner_tag()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     n = len(split_index)

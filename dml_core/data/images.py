@@ -13,6 +13,16 @@ from torch.utils.data import Dataset
 from dml_core.data.index import SplitIndex
 from dml_core.errors import InputError
 
+# What PIL raises for a file it cannot decode (truncated, corrupt, not an image, absurdly large).
+DECODE_ERRORS = (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError)
+
+
+def undecodable_message(path: Path, error: BaseException) -> str:
+    """The one line that names an image PIL cannot decode and PIL's reason."""
+    if isinstance(error, FileNotFoundError):
+        return f"{path}: image not found; prepare the dataset again"
+    return f"{path}: cannot decode image ({error}); the file is corrupt or truncated"
+
 
 def load_image(path: Path) -> Image.Image:
     """Decode ``path`` fully into an RGB image (greyscale, CMYK and palette images are converted).
@@ -23,10 +33,8 @@ def load_image(path: Path) -> Image.Image:
         with Image.open(path) as image:
             image.load()  # decode now, so truncation surfaces here and not inside a transform
             return image.convert("RGB")
-    except FileNotFoundError:
-        raise InputError(f"{path}: image not found; prepare the dataset again") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
-        raise InputError(f"{path}: cannot decode image ({error}); the file is corrupt or truncated") from None
+    except DECODE_ERRORS as error:
+        raise InputError(undecodable_message(path, error)) from None
 
 
 class ImageDataset(Dataset):

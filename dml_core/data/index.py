@@ -3,13 +3,15 @@
 One row per image: ``path,label,split``. ``path`` is relative to the dataset folder, ``label`` is the
 dataset's own class id (an int), ``split`` is ``train``/``test`` (In-Shop: ``train``/``query``/``gallery``).
 ``dml prepare`` writes it once the data is verified; :func:`dml_core.data.loading.load_split` reads it and
-re-checks the counts every time.
+re-checks it every time. :func:`index_hashes` identifies the images of each split (for results files).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,3 +113,36 @@ def split_index(dataset: str, dataset_dir: Path, rows: list[IndexRow], split: st
         relative_paths=tuple(row.path for row in chosen),
         labels=np.array([row.label for row in chosen], dtype=np.int64),
     )
+
+
+def split_paths_sha256(relative_paths: Iterable[str]) -> str:
+    """sha256 of one split's image paths: sorted, UTF-8, one per line, each line ending in a newline.
+
+    >>> split_paths_sha256(["c.jpg"])[:16]
+    '500268144e623b96'
+    """
+    text = "".join(f"{path}\n" for path in sorted(relative_paths))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def index_hashes(rows: Iterable[IndexRow]) -> dict[str, str]:
+    """Which images an index puts in each split: one :func:`split_paths_sha256` per split, and ``"all"``, the
+    sha256 of the lines ``<split>:<hash>`` in split-name order. Labels are not hashed: every load ties them to
+    the paths (the identity checks), so the paths identify the data a run trained and tested on.
+
+    >>> rows = [IndexRow("b.jpg", 1, "train"), IndexRow("a.jpg", 1, "train"), IndexRow("c.jpg", 2, "test")]
+    >>> hashes = index_hashes(rows)
+    >>> sorted(hashes), hashes["train"] == split_paths_sha256(["a.jpg", "b.jpg"]), hashes["all"][:16]
+    (['all', 'test', 'train'], True, 'a93b54e8f5ff90af')
+    """
+    paths_by_split: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        paths_by_split[row.split].append(row.path)
+    hashes = {split: split_paths_sha256(paths) for split, paths in sorted(paths_by_split.items())}
+    overall = "".join(f"{split}:{digest}\n" for split, digest in hashes.items())
+    return {**hashes, "all": hashlib.sha256(overall.encode("utf-8")).hexdigest()}
+
+
+def dataset_index_hashes(dataset_dir: Path) -> dict[str, str]:
+    """:func:`index_hashes` of the index prepared in ``dataset_dir`` (``<root>/<dataset>``)."""
+    return index_hashes(read_index(dataset_dir))

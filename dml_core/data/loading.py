@@ -6,15 +6,16 @@ from pathlib import Path
 
 from dml_core.data.index import SplitIndex, index_path, read_index, split_index
 from dml_core.data.registry import get_spec
-from dml_core.data.verify import verify_rows
+from dml_core.data.verify import verify_against_layout, verify_rows
 from dml_core.errors import InputError
 
 
 def load_split(dataset: str, root: Path, split: str) -> SplitIndex:
     """Paths and int labels of ``split`` of ``dataset`` prepared under ``root`` (``<root>/<dataset>/``).
 
-    Checks the exact DML counts of every split each time, so a hand-edited or foreign index cannot slip
-    through. The generated ``embedded`` dataset is created on first use.
+    Checks the exact DML counts of every split and every row against the dataset's annotation files each time,
+    so a hand-edited or foreign index cannot slip through. The generated ``embedded`` dataset is created on first
+    use.
     """
     spec = get_spec(dataset)
     if split not in spec.splits:
@@ -26,4 +27,5 @@ def load_split(dataset: str, root: Path, split: str) -> SplitIndex:
         prepare(dataset, Path(root), progress=False)
     rows = read_index(dataset_dir)
     verify_rows(spec, rows, dataset_dir)
+    verify_against_layout(spec, rows, dataset_dir)
     return split_index(dataset, dataset_dir, rows, split)

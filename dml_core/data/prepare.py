@@ -3,7 +3,12 @@ index.
 
 The one entry point is :func:`prepare` (``dml prepare`` calls it). Layout: everything lives in
 ``<root>/<dataset>/``; archives are unpacked there, user folders are linked there (no copy of large data),
-and ``dml_index.csv`` is written there last, only once the split checks pass.
+and ``dml_index.csv`` is written there last, only once the split checks pass and every image decodes.
+
+Checksums: a user's file is checked against the published md5 whatever its name (identified by name, by md5 or
+by the folder its content unpacks to); what cannot be checked is said in :attr:`Prepared.notes`. Annotation files
+with a published md5 (``cars_annos.mat``, the only carrier of Cars196's class ids) are checked wherever they lie.
+Staging folders of killed runs (``.extract-*``, private generation folders) are removed on the next start.
 """
 
 from __future__ import annotations
@@ -16,40 +21,81 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dml_core.data.archives import extract, is_archive
+from dml_core.atomic_io import owner_tag, remove_stale_temporaries
+from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_folders
+from dml_core.data.decode_check import check_images_decode
 from dml_core.data.download import download, md5_of
 from dml_core.data.index import IndexRow, index_path, write_index
-from dml_core.data.registry import DatasetSpec, get_spec
+from dml_core.data.registry import DatasetSpec, KnownFile, get_spec
+from dml_core.data.sources.locate import find_files
 from dml_core.data.verify import verify_rows
 from dml_core.errors import InputError
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What ``prepare`` produced: the dataset folder, its index file and the images per split."""
+    """What ``prepare`` produced: the dataset folder, its index file, the images per split, and one line for each
+    check that could not be made (a file with no published checksum, a folder)."""
 
     dataset: str
     dataset_dir: Path
     index_file: Path
     images_per_split: dict[str, int]
+    notes: tuple[str, ...] = ()
 
 
-def _check_md5(spec: DatasetSpec, source: Path) -> None:
-    known = spec.known_file(source.name)
-    if known is None:
-        return
+def _mismatch(source: Path, known: KnownFile, found: str, identified_by: str = "") -> InputError:
+    return InputError(
+        f"{source}: checksum mismatch: expected md5 {known.md5} (the published {known.filename}{identified_by}), "
+        f"found {found}; this is a damaged copy or another release: download it again, or, if you trust "
+        f"this copy (a repacked mirror), extract it and pass the folder with --archive DIR (then only "
+        f"the counts, identities and annotation files are checked)"
+    )
+
+
+def _check_release(spec: DatasetSpec, source: Path) -> str | None:
+    """Check a user's file against the published md5s, whatever its name; return a note when it cannot be."""
+    if not spec.files:
+        return f"{source}: md5 not checked: {spec.title} publishes no checksums (its annotations and counts are)"
     found = md5_of(source)
+    known = spec.known_file(source.name)
+    identified_by = ""
+    if known is None:
+        if spec.known_by_md5(found):
+            return None  # a published file under another name
+        folders = top_folders(source)
+        known = spec.known_by_top_folder(folders)
+        if known is None:
+            published = ", ".join(entry.filename for entry in spec.files)
+            return (
+                f"{source}: md5 not checked: neither its name, its md5 nor its content "
+                f"({', '.join(sorted(folders)) or 'not an archive'}) is one of the published {spec.name} files "
+                f"({published})"
+            )
+        identified_by = f", which unpacks to {known.top_folder}/ as this file does"
     if found != known.md5:
-        raise InputError(
-            f"{source}: checksum mismatch: expected md5 {known.md5} (the published {known.filename}), "
-            f"found {found}; this is a damaged copy or another release: download it again, or, if you trust "
-            f"this copy (a repacked mirror), extract it and pass the folder with --archive DIR (then only "
-            f"the counts and annotation files are checked)"
-        )
+        raise _mismatch(source, known, found, identified_by)
+    return None
 
 
-def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> None:
-    """Make one user-supplied archive, file or folder part of ``dataset_dir``."""
+def _check_annotation_files(spec: DatasetSpec, dataset_dir: Path) -> None:
+    """Published annotation files (not archives) must have their published md5 wherever they were found."""
+    for known in spec.files:
+        if is_archive(Path(known.filename)):
+            continue
+        for path in find_files(dataset_dir, known.filename):
+            found = md5_of(path) if path.is_file() else known.md5
+            if found != known.md5:
+                raise InputError(
+                    f"{spec.name}: {path}: checksum mismatch: expected md5 {known.md5} (the published "
+                    f"{known.filename}), found {found}; {spec.title}'s class ids come from this file alone, so a "
+                    f"different copy cannot be checked against the published split: use the published file"
+                )
+
+
+def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> str | None:
+    """Make one user-supplied archive, file or folder part of ``dataset_dir``; return a note on what could not be
+    checked."""
     if not source.exists():
         raise InputError(f"{source}: --archive: no such file or folder")
     source = source.resolve()
@@ -64,12 +110,13 @@ def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> None:
                 f"{source}: --archive: {target} already exists and is not a link; remove it or pass that folder instead"
             )
         target.symlink_to(source, target_is_directory=True)  # link, not copy: image folders are large
-        return
-    _check_md5(spec, source)
-    if is_archive(source):
+        return f"{source}: a folder: no archive md5 to check (its annotations, identities and counts are checked)"
+    note = _check_release(spec, source)
+    if is_archive(source) or top_folders(source):
         extract(source, dataset_dir)
     else:  # an annotation file shipped on its own (cars_annos.mat, list_eval_partition.txt)
         shutil.copy2(source, target)
+    return note
 
 
 def _download_all(spec: DatasetSpec, dataset_dir: Path, progress: bool) -> None:
@@ -97,7 +144,7 @@ def _generate_in_place(spec: DatasetSpec, dataset_dir: Path) -> None:
     (the ranks of a multi-process run, local jobs sharing a data root) never read each other's half-written
     files; whoever renames first wins and the others discard their copy."""
     dataset_dir.parent.mkdir(parents=True, exist_ok=True)
-    private = Path(tempfile.mkdtemp(prefix=f".{dataset_dir.name}.", dir=dataset_dir.parent))
+    private = Path(tempfile.mkdtemp(prefix=f".{dataset_dir.name}.{owner_tag()}.", dir=dataset_dir.parent))
     try:
         write_index(private / "new", spec.build_index(private / "new"))
         if dataset_dir.exists() and not index_path(dataset_dir).is_file():
@@ -123,20 +170,24 @@ def prepare(
     """Prepare ``dataset`` under ``root``: bring in ``sources`` (archives, annotation files or folders), or
     download the published archive where one exists, then verify the DML split and write the index.
 
-    Refuses classification splits, missing annotation files, missing images, checksum mismatches and wrong
-    counts with an :class:`InputError` that says what to do.
+    Refuses classification splits, missing annotation files, class ids that disagree with the layout, missing or
+    undecodable images, checksum mismatches and wrong counts with an :class:`InputError` that says what to do.
     """
     spec = get_spec(dataset)
     if spec.generated and sources:
         raise InputError(f"{dataset}: --archive: this dataset is generated here and takes no archive")
     dataset_dir = Path(root) / dataset
+    if spec.generated:
+        remove_stale_temporaries(dataset_dir.parent, f".{dataset_dir.name}.")  # killed generations' private folders
     if spec.generated and not index_path(dataset_dir).is_file():
         _generate_in_place(spec, dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
-    for source in sources:
-        _bring_in(spec, Path(source), dataset_dir)
+    remove_stale_temporaries(dataset_dir, EXTRACT_PREFIX)  # killed extractions' staging folders
+    notes = [note for source in sources if (note := _bring_in(spec, Path(source), dataset_dir))]
     rows = _collect_rows(spec, dataset_dir, sources, allow_download, progress)
     verify_rows(spec, rows, dataset_dir)
+    _check_annotation_files(spec, dataset_dir)
+    check_images_decode([dataset_dir / row.path for row in rows], progress=progress, desc=f"decode {dataset}")
     index_file = write_index(dataset_dir, rows)
     counts = Counter(row.split for row in rows)
-    return Prepared(dataset, dataset_dir, index_file, {split: counts[split] for split in spec.splits})
+    return Prepared(dataset, dataset_dir, index_file, {split: counts[split] for split in spec.splits}, tuple(notes))

@@ -9,6 +9,7 @@ def test_prepare_prints_the_counts_and_the_index(monkeypatch, tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "cub200: verified (train 6, test 6 images)" in out
+    assert f"cub200: note: {(tmp_path / 'src').resolve()}: a folder: no archive md5 to check" in out
     assert (tmp_path / "data" / "cub200" / "dml_index.csv").is_file()
 
 

@@ -1,7 +1,9 @@
 """Tiny datasets in each benchmark's real on-disk layout, plus archives of them, for the preparation tests.
 
 Each ``make_*`` writes the published folder structure and annotation files with a few small JPEGs and returns
-the rows the index must contain (path relative to the dataset folder after extraction, label, split).
+the rows the index must contain (path relative to the dataset folder after extraction, label, split). With
+``swap=(a, b)`` the annotation files give class ``a``'s images the id ``b`` and the other way round (a train and a
+test class of equal size: the counts still match), the case the identity checks must refuse.
 """
 
 from __future__ import annotations
@@ -16,7 +18,31 @@ import scipy.io
 from PIL import Image
 
 from dml_core.data.download import md5_of
+from dml_core.data.index import IndexRow, read_index, write_index
 from dml_core.data.registry import DATASETS, KnownFile, SplitCounts
+
+
+def swapped(label: int, swap: tuple[int, int] | None) -> int:
+    """The id the annotation files give class ``label`` when ``swap`` exchanges two ids."""
+    if swap is None or label not in swap:
+        return label
+    return swap[1] if label == swap[0] else swap[0]
+
+
+def swap_classes_in_index(dataset_dir: Path, a: int, b: int) -> None:
+    """Exchange two equal-sized classes ``a`` and ``b`` in a prepared index, labels and splits together: the k-th
+    image of ``a`` takes ``b``'s id and the split of ``b``'s k-th image (an edited index whose counts still match)."""
+    rows = read_index(dataset_dir)
+    splits = {label: [row.split for row in rows if row.label == label] for label in (a, b)}
+    seen = {a: 0, b: 0}
+    edited = []
+    for row in rows:
+        if row.label in (a, b):
+            other = swapped(row.label, (a, b))
+            seen[row.label] += 1
+            row = IndexRow(row.path, other, splits[other][seen[row.label] - 1])
+        edited.append(row)
+    write_index(dataset_dir, edited)
 
 
 def write_jpeg(path: Path, seed: int, size: tuple[int, int] = (12, 10)) -> None:
@@ -25,7 +51,7 @@ def write_jpeg(path: Path, seed: int, size: tuple[int, int] = (12, 10)) -> None:
     Image.fromarray(pixels).save(path, format="JPEG")
 
 
-def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3) -> list[tuple[str, int, str]]:
+def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3, swap=None) -> list[tuple[str, int, str]]:
     """``CUB_200_2011/``: images.txt, image_class_labels.txt, train_test_split.txt, classes.txt, images/."""
     top = base / "CUB_200_2011"
     images, labels, split_lines, expected = [], [], [], []
@@ -37,7 +63,7 @@ def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3) -> list[t
             relative = f"{folder}/Bird_{label}_{instance:04d}_{image_id}.jpg"
             write_jpeg(top / "images" / relative, image_id)
             images.append(f"{image_id} {relative}")
-            labels.append(f"{image_id} {label}")
+            labels.append(f"{image_id} {swapped(label, swap)}")
             split_lines.append(f"{image_id} {instance % 2}")  # the classification split: must be ignored
             expected.append((f"CUB_200_2011/images/{relative}", label, "train" if label <= 100 else "test"))
     (top / "images.txt").write_text("\n".join(images) + "\n")
@@ -59,7 +85,7 @@ def write_cars_annos(path: Path, entries: list[tuple[str, int, int]]) -> None:
     scipy.io.savemat(path, {"annotations": annotations, "class_names": class_names})
 
 
-def make_cars(base: Path, classes=(1, 2, 99, 100), per_class: int = 3) -> list[tuple[str, int, str]]:
+def make_cars(base: Path, classes=(1, 2, 99, 100), per_class: int = 3, swap=None) -> list[tuple[str, int, str]]:
     """``car_ims/000001.jpg``... and ``cars_annos.mat`` side by side (car_ims.tgz + cars_annos.mat)."""
     entries, expected = [], []
     image_id = 0
@@ -68,14 +94,17 @@ def make_cars(base: Path, classes=(1, 2, 99, 100), per_class: int = 3) -> list[t
             image_id += 1
             relative = f"car_ims/{image_id:06d}.jpg"
             write_jpeg(base / relative, 1000 + image_id)
-            entries.append((relative, label, instance % 2))  # `test` flag: the classification split, ignored
+            entries.append(
+                (relative, swapped(label, swap), instance % 2)
+            )  # `test` flag: the classification split, ignored
             expected.append((relative, label, "train" if label <= 98 else "test"))
     write_cars_annos(base / "cars_annos.mat", entries)
     return expected
 
 
-def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(4, 5), per_class: int = 2):
-    """``Stanford_Online_Products/``: Ebay_train.txt, Ebay_test.txt, Ebay_info.txt, <super>_final/ folders."""
+def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(11319, 11320), per_class: int = 2, swap=None):
+    """``Stanford_Online_Products/``: Ebay_train.txt, Ebay_test.txt, Ebay_info.txt, <super>_final/ folders (test
+    class ids start at 11,319, as in the official files)."""
     top = base / "Stanford_Online_Products"
     expected, image_id = [], 0
     for split, classes in (("train", train_classes), ("test", test_classes)):
@@ -85,14 +114,14 @@ def make_sop(base: Path, train_classes=(1, 2, 3), test_classes=(4, 5), per_class
                 image_id += 1
                 relative = f"bicycle_final/{110000 + label}_{instance}.JPG"
                 write_jpeg(top / relative, 2000 + image_id)
-                lines.append(f"{image_id} {label} 1 {relative}")
+                lines.append(f"{image_id} {swapped(label, swap)} 1 {relative}")
                 expected.append((f"Stanford_Online_Products/{relative}", label, split))
         (top / f"Ebay_{split}.txt").write_text("\n".join(lines) + "\n")
     (top / "Ebay_info.txt").write_text("image_id class_id super_class_id path\n")
     return expected
 
 
-def make_inshop(base: Path) -> list[tuple[str, int, str]]:
+def make_inshop(base: Path, swap=None) -> list[tuple[str, int, str]]:
     """``img/WOMEN/...`` and ``Eval/list_eval_partition.txt`` (count line, header, rows)."""
     plan = [
         (2, "train"), (2, "train"), (5, "train"), (5, "train"),
@@ -102,7 +131,7 @@ def make_inshop(base: Path) -> list[tuple[str, int, str]]:
     for i, (item, status) in enumerate(plan):
         relative = f"img/WOMEN/Dresses/id_{item:08d}/{i:02d}_1_front.jpg"
         write_jpeg(base / relative, 3000 + i)
-        rows.append(f"{relative:<60} id_{item:08d} {status}")
+        rows.append(f"{relative:<60} id_{swapped(item, swap):08d} {status}")
         expected.append((relative, item, status))
     listing = base / "Eval" / "list_eval_partition.txt"
     listing.parent.mkdir(parents=True, exist_ok=True)
@@ -137,12 +166,46 @@ def counts_of(expected: list[tuple[str, int, str]]) -> dict[str, SplitCounts]:
 def shrink_spec(monkeypatch, dataset: str, expected, files: dict[str, Path] | None = None, url: str | None = None):
     """Swap the registry entry for one whose counts (and md5s of ``files``) match a tiny fixture."""
     spec = DATASETS[dataset]
-    known = (
-        tuple(KnownFile(name, md5_of(path), url if url else None) for name, path in (files or {}).items()) or spec.files
+    known = tuple(
+        replace(spec.known_file(name) or KnownFile(name, ""), md5=md5_of(path), url=url if url else None)
+        for name, path in (files or {}).items()
     )
+    known = known or spec.files
     joint = {key: len({label for _, label, s in expected if s in key}) for key in spec.joint_classes}
     counts = counts_of(expected)
     splits = {}
     for split, real in spec.splits.items():  # keep "not checked" class counts as they are
         splits[split] = replace(counts[split], classes=None if real.classes is None else counts[split].classes)
     monkeypatch.setitem(DATASETS, dataset, replace(spec, splits=splits, files=known, joint_classes=joint))
+
+
+# A train class and a test class of equal size in each tiny layout (SOP's test ids start at 11,319).
+TINY_SWAPS = {"cub200": (2, 101), "cars196": (2, 99), "sop": (2, 11319), "inshop": (5, 7)}
+TINY_LAYOUTS = {
+    "cub200": (make_cub, "CUB_200_2011"),
+    "cars196": (make_cars, ""),
+    "sop": (make_sop, "Stanford_Online_Products"),
+    "inshop": (make_inshop, ""),
+}
+
+
+def tiny_layout(monkeypatch, dataset: str, base: Path, swap: tuple[int, int] | None = None) -> Path:
+    """The tiny layout of ``dataset`` under ``base/src`` (its annotation ids swapped by ``swap``) with the registry
+    shrunk to the unswapped one (Cars: whose ``cars_annos.mat`` is the published one); return the folder to prepare
+    from."""
+    make, folder = TINY_LAYOUTS[dataset]
+    expected = make(base / "src", swap=swap)
+    if swap is not None:
+        expected = make(base / "published")
+    published = base / ("src" if swap is None else "published")
+    files = {"cars_annos.mat": published / "cars_annos.mat"} if dataset == "cars196" else None
+    shrink_spec(monkeypatch, dataset, expected, files)
+    return base / "src" / folder  # (Path / "" is the path itself)
+
+
+def prepare_tiny(monkeypatch, dataset: str, base: Path) -> Path:
+    """:func:`tiny_layout` prepared under ``base/data`` (returned)."""
+    from dml_core.data.prepare import prepare
+
+    prepare(dataset, base / "data", [tiny_layout(monkeypatch, dataset, base)], progress=False)
+    return base / "data"

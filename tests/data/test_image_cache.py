@@ -4,10 +4,12 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
+from dml_core.atomic_io import owner_tag
 from dml_core.data import load_image, load_split
 from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, load_cache
 from dml_core.data.transforms import TransformConfig, resize_step
 from dml_core.errors import InputError
+from tests.test_atomic_io import dead_pid
 
 
 @pytest.mark.parametrize("mode", ["squash", "shorter_side"])
@@ -63,3 +65,12 @@ def test_a_cache_whose_dataset_index_is_gone_says_so(odd_sized_cub):
     (odd_sized_cub / "cub200" / "dml_index.csv").unlink()
     with pytest.raises(InputError, match=r"meta.json: the dataset it was built from is not prepared \(no index\)"):
         load_cache("cub200", odd_sized_cub, "train", "squash", 40)
+
+
+def test_a_killed_builds_staging_folder_is_removed_by_the_next_build(odd_sized_cub):
+    folder = cache_dir(odd_sized_cub, "cub200", "train", "squash", 40)
+    stale = folder.with_name(f"{folder.name}.partial-{owner_tag().rsplit('-', 1)[0]}-{dead_pid()}")
+    stale.mkdir(parents=True)
+    (stale / "pixels.u8").write_bytes(b"\0" * 4096)  # a real one holds gigabytes
+    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    assert [path.name for path in folder.parent.iterdir()] == [folder.name]

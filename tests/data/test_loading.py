@@ -1,10 +1,17 @@
 import pytest
 
-from dml_core.data.index import IndexRow, read_index, write_index
+from dml_core.data.index import (
+    IndexRow,
+    dataset_index_hashes,
+    index_hashes,
+    read_index,
+    split_paths_sha256,
+    write_index,
+)
 from dml_core.data.loading import load_split
 from dml_core.data.prepare import prepare
 from dml_core.errors import InputError
-from tests.data.layouts import make_cub, shrink_spec
+from tests.data.layouts import TINY_SWAPS, make_cub, prepare_tiny, shrink_spec, swap_classes_in_index
 
 
 @pytest.fixture
@@ -54,3 +61,39 @@ def test_classification_split_counts_are_named(tmp_path):
     write_index(dataset_dir, rows)
     with pytest.raises(InputError, match=r"found 5,994 images .*classification split \(train_test_split.txt"):
         load_split("cub200", tmp_path, "train")
+
+
+@pytest.mark.parametrize("dataset", sorted(TINY_SWAPS))
+def test_an_index_with_two_classes_swapped_between_train_and_test_is_refused(monkeypatch, tmp_path, dataset):
+    root = prepare_tiny(monkeypatch, dataset, tmp_path)
+    assert len(load_split(dataset, root, "train")) > 0
+    train_class, test_class = TINY_SWAPS[dataset]
+    swap_classes_in_index(root / dataset, train_class, test_class)  # counts and disjointness still hold
+    pattern = (
+        rf"{dataset}: {root / dataset / 'dml_index.csv'}: line \d+: \S+: expected class {train_class} in train "
+        rf"\(as the dataset's annotation files say\), found class {test_class} in \w+; the index was edited"
+    )
+    with pytest.raises(InputError, match=pattern):
+        load_split(dataset, root, "train")
+
+
+def test_an_index_of_other_images_is_refused(tiny_cub):
+    dataset_dir = tiny_cub / "cub200"
+    rows = read_index(dataset_dir)
+    write_index(dataset_dir, [IndexRow(row.path.replace("Bird_1_0000", "Bird_1_9999"), row.label, row.split)
+                              for row in rows])  # fmt: skip
+    with pytest.raises(InputError, match=r"dml_index.csv: line 2: \S+Bird_1_9999\S+: not an image of the dataset"):
+        load_split("cub200", tiny_cub, "test")
+
+
+def test_index_hashes_follow_the_images_of_each_split(monkeypatch, tmp_path):
+    root = prepare_tiny(monkeypatch, "inshop", tmp_path)
+    rows = read_index(root / "inshop")
+    hashes = dataset_index_hashes(root / "inshop")
+    assert set(hashes) == {"train", "query", "gallery", "all"}
+    assert hashes["query"] == split_paths_sha256(row.path for row in rows if row.split == "query")
+    assert index_hashes(reversed(rows)) == hashes  # row order does not matter
+    moved = [IndexRow(row.path, row.label, "query" if row.split == "gallery" else row.split) for row in rows]
+    changed = index_hashes(moved)
+    assert changed["train"] == hashes["train"] and changed["query"] != hashes["query"]
+    assert changed["all"] != hashes["all"]

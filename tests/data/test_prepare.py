@@ -1,12 +1,21 @@
-"""``prepare`` of a generated dataset by several processes at once (ranks of one run, local jobs)."""
+"""``prepare``: a generated dataset by several processes at once (ranks of one run, local jobs); every image
+decoded once; published checksums whatever a file's name, or a line saying what could not be checked; staging
+copies of killed prepares removed."""
 
 import multiprocessing
+import os
+import shutil
 
 import pytest
 
+from dml_core.atomic_io import owner_tag
+from dml_core.data.decode_check import CHUNK, check_images_decode
 from dml_core.data.index import index_path, read_index
 from dml_core.data.loading import load_split
 from dml_core.data.prepare import prepare
+from dml_core.errors import InputError
+from tests.data.layouts import make_cub, make_tgz, shrink_spec, write_jpeg
+from tests.test_atomic_io import dead_pid
 
 
 def _prepare_and_load(root: str) -> int:
@@ -24,3 +33,79 @@ def test_processes_generating_the_embedded_set_at_once_all_get_the_complete_set(
     assert index_path(tmp_path / "embedded").is_file() and read_index(tmp_path / "embedded")
     assert not (tmp_path / "embedded" / "half-written.png").exists()
     assert [path.name for path in tmp_path.iterdir()] == ["embedded"], "private folders are cleaned up"
+
+
+def _tiny_cub(monkeypatch, tmp_path):
+    expected = make_cub(tmp_path / "src")
+    shrink_spec(monkeypatch, "cub200", expected)
+    return expected
+
+
+def test_a_truncated_jpeg_is_named_by_prepare_with_pils_reason(monkeypatch, tmp_path):
+    expected = _tiny_cub(monkeypatch, tmp_path)
+    for path, *_ in (expected[7], expected[2]):  # two bad images: the first in index order is named
+        data = (tmp_path / "src" / path).read_bytes()
+        (tmp_path / "src" / path).write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError) as error:
+        prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
+    message = str(error.value)
+    assert f"{expected[2][0]}: cannot decode image (Truncated File Read); the file is corrupt" in message
+    assert "\n" not in message
+    assert not index_path(tmp_path / "data" / "cub200").exists()
+
+
+def test_the_first_undecodable_image_does_not_depend_on_the_threads(tmp_path):
+    paths = []
+    for i in range(3 * CHUNK + 5):
+        write_jpeg(tmp_path / f"{i}.jpg", i)
+        paths.append(tmp_path / f"{i}.jpg")
+    for bad in (2 * CHUNK + 3, CHUNK + 1):
+        paths[bad].write_bytes(b"not an image")
+    for workers in (1, 2, 4):
+        with pytest.raises(InputError, match=rf"/{CHUNK + 1}.jpg: cannot decode image"):
+            check_images_decode(paths, progress=False, workers=workers)
+    check_images_decode(paths[: CHUNK + 1], progress=False)
+
+
+def test_a_renamed_published_archive_is_still_checked_by_its_content(monkeypatch, tmp_path):
+    expected = make_cub(tmp_path / "src")
+    published = make_tgz(tmp_path / "CUB_200_2011.tgz", tmp_path / "src", ["CUB_200_2011"])
+    shrink_spec(monkeypatch, "cub200", expected, {"CUB_200_2011.tgz": published})
+    (tmp_path / "src" / "CUB_200_2011" / "classes.txt").write_text("edited\n")
+    other = make_tgz(tmp_path / "birds.tar.gz", tmp_path / "src", ["CUB_200_2011"])  # same top folder, other bytes
+    pattern = r"birds.tar.gz: checksum mismatch: expected md5 \w+ \(the published CUB_200_2011.tgz, which unpacks to"
+    with pytest.raises(InputError, match=pattern):
+        prepare("cub200", tmp_path / "data", [other], progress=False)
+    renamed = published.rename(tmp_path / "download")  # the published bytes under another name, no suffix even
+    prepared = prepare("cub200", tmp_path / "data", [renamed], progress=False)
+    assert prepared.notes == () and prepared.images_per_split == {"train": 6, "test": 6}
+
+
+def test_what_cannot_be_checked_is_said_in_one_line_each(monkeypatch, tmp_path):
+    expected = make_cub(tmp_path / "src" / "birds")  # repacked under another top folder: not the published archive
+    shrink_spec(monkeypatch, "cub200", expected)
+    repacked = make_tgz(tmp_path / "mine.tgz", tmp_path / "src", ["birds"])
+    (note,) = prepare("cub200", tmp_path / "data", [repacked], progress=False).notes
+    assert note == (
+        f"{repacked}: md5 not checked: neither its name, its md5 nor its content (birds) is one of the published "
+        "cub200 files (CUB_200_2011.tgz)"
+    )
+    folder = tmp_path / "src" / "birds" / "CUB_200_2011"
+    (note,) = prepare("cub200", tmp_path / "other", [folder], progress=False).notes
+    assert note == f"{folder}: a folder: no archive md5 to check (its annotations, identities and counts are checked)"
+
+
+def test_a_killed_prepares_staging_copy_neither_blocks_nor_stays(monkeypatch, tmp_path):
+    expected = _tiny_cub(monkeypatch, tmp_path)
+    archive = make_tgz(tmp_path / "CUB_200_2011.tgz", tmp_path / "src", ["CUB_200_2011"])
+    shrink_spec(monkeypatch, "cub200", expected, {"CUB_200_2011.tgz": archive})
+    dataset_dir = tmp_path / "data" / "cub200"
+    host = owner_tag().rsplit("-", 1)[0]
+    stale = dataset_dir / f".extract-{host}-{dead_pid()}.x1y2z3w4"
+    live = dataset_dir / f".extract-{host}-{os.getppid()}.a1b2c3d4"  # an extraction still running elsewhere
+    for staging in (stale, live):
+        shutil.copytree(tmp_path / "src" / "CUB_200_2011", staging / "CUB_200_2011")
+    prepared = prepare("cub200", tmp_path / "data", [archive], progress=False)
+    assert prepared.images_per_split == {"train": 6, "test": 6}
+    assert not stale.exists() and live.exists()
+    assert all(not row.path.startswith(".") for row in read_index(dataset_dir))

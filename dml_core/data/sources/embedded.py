@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.ft2font import FT2Font
 from PIL import Image
 
+from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.index import IndexRow
 
 DATASET = "embedded"
@@ -31,6 +32,7 @@ IMAGES_PER_CLASS = 24
 IMAGE_SIZE = 64
 SEED = 0
 IMAGE_FOLDER = "glyphs"
+STAGING_PREFIX = ".glyphs-"
 # Fonts in matplotlib's wheel that cover all 94 characters with real glyphs (the Computer Modern files remap
 # ASCII, LastResort draws boxes).
 FONT_FILES = (
@@ -118,7 +120,8 @@ def generate(dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES
     """Write every image under ``dataset_dir/glyphs`` (built in a temporary folder, then moved into place)."""
     dataset_dir = Path(dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".glyphs-", dir=dataset_dir))
+    remove_stale_temporaries(dataset_dir, STAGING_PREFIX)  # what killed generations left
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{owner_tag()}.", dir=dataset_dir))
     rows = []
     try:
         for code in class_codes():
@@ -137,13 +140,18 @@ def generate(dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES
     return rows
 
 
-def build_index(dataset_dir: Path) -> list[IndexRow]:
-    """Index rows for the embedded set, generating the images first unless all of them are already there."""
-    rows = [
+def read_layout(dataset_dir: Path) -> list[IndexRow]:
+    """The index rows of the embedded set (a function of the constants above; nothing is read or generated)."""
+    return [
         IndexRow(relative_image_path(code, instance), code, split_of(code))
         for code in class_codes()
         for instance in range(IMAGES_PER_CLASS)
     ]
+
+
+def build_index(dataset_dir: Path) -> list[IndexRow]:
+    """Index rows for the embedded set, generating the images first unless all of them are already there."""
+    rows = read_layout(dataset_dir)
     if all((Path(dataset_dir) / row.path).is_file() for row in rows):
         return rows
     return generate(dataset_dir)

@@ -15,11 +15,21 @@ SEARCH_DEPTH = 3
 MAX_LISTED = 5
 
 
+def _hidden(path: Path, dataset_dir: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(dataset_dir).parts[:-1])
+
+
 def find_files(dataset_dir: Path, name: str, depth: int = SEARCH_DEPTH) -> list[Path]:
-    """Files or folders called ``name`` at most ``depth`` levels below ``dataset_dir`` (links followed)."""
+    """Files or folders called ``name`` at most ``depth`` levels below ``dataset_dir`` (links followed).
+
+    Hidden folders are not searched: they hold the suite's staging copies (an extraction in progress, or one a
+    killed ``prepare`` left), never a second copy of the dataset.
+    """
+    dataset_dir = Path(dataset_dir)
     found: list[Path] = []
     for level in range(depth + 1):
-        found.extend(sorted(Path(dataset_dir).glob("/".join(["*"] * level + [name]))))
+        matches = dataset_dir.glob("/".join(["*"] * level + [name]))
+        found.extend(sorted(path for path in matches if not _hidden(path, dataset_dir)))
     return found
 
 

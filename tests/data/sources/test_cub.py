@@ -80,3 +80,14 @@ def test_download_from_the_published_url(monkeypatch, http_server, tmp_path):
     assert served.ranges == [None]
     prepare("cub200", tmp_path / "data", progress=False)  # already there: verified again, nothing fetched
     assert served.ranges == [None]
+
+
+def test_an_image_outside_a_numbered_class_folder_is_refused(monkeypatch, tmp_path):
+    expected = make_cub(tmp_path / "src")
+    shrink_spec(monkeypatch, "cub200", expected)
+    images = tmp_path / "src" / "CUB_200_2011" / "images"
+    (images / "001.Bird_1").rename(images / "Bird_1")
+    images_txt = tmp_path / "src" / "CUB_200_2011" / "images.txt"
+    images_txt.write_text(images_txt.read_text().replace("001.Bird_1/", "Bird_1/"))
+    with pytest.raises(InputError, match=r"expected the image in a class folder carrying its id .*found 'Bird_1'"):
+        prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)

@@ -14,6 +14,11 @@ def test_image_zip_and_partition_file_give_train_query_gallery(monkeypatch, tmp_
     prepared = prepare("inshop", tmp_path / "data", [image_zip, listing], progress=False)
     assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(expected)
     assert prepared.images_per_split == {"train": 4, "query": 2, "gallery": 3}
+    assert prepared.notes == tuple(
+        f"{source}: md5 not checked: In-Shop Clothes Retrieval (DeepFashion) publishes no checksums (its "
+        "annotations and counts are)"
+        for source in (image_zip, listing)
+    )
 
 
 def test_folder_with_eval_subfolder_resolves_images(monkeypatch, tmp_path):

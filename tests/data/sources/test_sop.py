@@ -34,3 +34,14 @@ def test_missing_test_listing_is_refused(tmp_path):
     (tmp_path / "src" / "Stanford_Online_Products" / "Ebay_test.txt").unlink()
     with pytest.raises(InputError, match=r"sop: Ebay_test.txt not found"):
         prepare("sop", tmp_path / "data", [tmp_path / "src" / "Stanford_Online_Products"], progress=False)
+
+
+def test_a_super_class_id_that_disagrees_with_its_folder_is_refused(monkeypatch, tmp_path):
+    expected = make_sop(tmp_path / "src")
+    shrink_spec(monkeypatch, "sop", expected)
+    listing = tmp_path / "src" / "Stanford_Online_Products" / "Ebay_test.txt"
+    lines = listing.read_text().splitlines()
+    lines[1] = lines[1].replace(" 1 bicycle_final", " 2 bicycle_final")
+    listing.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"Ebay_test.txt: line 2: \S+: super_class_id: expected 1 \(its folder's\)"):
+        prepare("sop", tmp_path / "data", [tmp_path / "src" / "Stanford_Online_Products"], progress=False)
