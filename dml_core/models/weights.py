@@ -8,18 +8,22 @@ Lookup order for a backbone's pretrained weights (``resolve_weight_file``):
    Offline (``HF_HUB_OFFLINE=1`` or ``DML_OFFLINE=1``) step 3 is skipped and the lookup fails at once with an
    error naming the file, its expected sha256, its public source and where to put it.
 
-Every file is checked by sha256 before use. The torch-hub convention puts the first hex digits of the sha256
-in the file name (``resnet50-0676ba61.pth``); where the full digest is not recorded in ``WEIGHT_FILES``
-only that prefix is checked, and ``WeightFile.verification`` says which of the two a check did.
+Every file is checked by its full sha256 before use (``WEIGHT_FILES`` records the digest of each published file).
+The torch-hub convention puts the first hex digits of the sha256 in the file name (``resnet50-0676ba61.pth``); an
+entry whose full digest is not known records only that prefix, and ``WeightFile.verification`` says which of the
+two a check did. Hashing a 100 MB file takes a second or two, so the digest is remembered beside the file, keyed by
+its name, size and modification time (:func:`cached_file_sha256`): a changed file is hashed again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 
 RANDOM_INIT = "random init"
@@ -45,26 +49,29 @@ class WeightFile:
         return "full sha256" if len(self.sha256) == 64 else "sha256 prefix"
 
 
-# Full digests are not recorded: none could be confirmed from an authoritative source offline, so each entry
-# checks the prefix that its publisher printed in the file name (the torch-hub convention).
+# Full digests of the published files. Neither publisher prints one (only the prefix in the file name), so each
+# is the digest recorded by public projects that download the file and check it before use: several independent
+# ones for ResNet-50, two for GoogLeNet (one of them DARPA D3M's primitive installation manifest), one for
+# BN-Inception. Each begins with the prefix its publisher put in the file name (8 or 9 hex digits), which a digest
+# of any other file would match only by a 1-in-4e9 chance.
 WEIGHT_FILES: dict[str, WeightFile] = {
     "bn_inception": WeightFile(
         file_name="bn_inception-52deb4733.pth",
-        sha256="52deb4733",
+        sha256="52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353",
         url="http://data.lip6.fr/cadene/pretrainedmodels/bn_inception-52deb4733.pth",
         backbone="bn_inception",
         note="Caffe-ported ImageNet BN-Inception (Cadene's pretrainedmodels, MIT licence)",
     ),
     "googlenet": WeightFile(
         file_name="googlenet-1378be20.pth",
-        sha256="1378be20",
+        sha256="1378be20a8e875cf1568b8a71654e704449655e34711a959a38b04fb34905cef",
         url="https://download.pytorch.org/models/googlenet-1378be20.pth",
         backbone="googlenet",
         note="torchvision GoogLeNet_Weights.IMAGENET1K_V1 (ported from TensorFlow, BSD-3)",
     ),
     "resnet50": WeightFile(
         file_name="resnet50-0676ba61.pth",
-        sha256="0676ba61",
+        sha256="0676ba61b6795bbe1773cffd859882e5e297624d384b6993f7c9e683e722fb8a",
         url="https://download.pytorch.org/models/resnet50-0676ba61.pth",
         backbone="resnet50",
         note="torchvision ResNet50_Weights.IMAGENET1K_V1 = timm 'resnet50.tv_in1k' (BSD-3)",
@@ -96,15 +103,49 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def verify_weight_file(path: str | os.PathLike, expected: WeightFile) -> str:
-    """Check ``path`` against ``expected``'s sha256 (full or prefix); return the file's full sha256.
+SHA256_RECORDS = ".dml-sha256.json"
+"""The file beside weight files that remembers their digests: ``{name: {size, mtime_ns, sha256}}``."""
 
-    Raises ``InputError`` naming the file, the expected and the found digest when they differ.
+
+def cached_file_sha256(path: str | os.PathLike) -> str:
+    """:func:`file_sha256`, remembered in ``SHA256_RECORDS`` beside the file under its name, size and modification
+    time, so a file is hashed once and again only when it changes. Where that folder is read-only nothing is
+    remembered and the file is hashed every time (same verdict)."""
+    path = Path(path)
+    stat = path.stat()
+    records_path = path.parent / SHA256_RECORDS
+    try:
+        records = read_json_object(records_path, "weight digest records")
+    except InputError:  # none yet, or damaged: start afresh
+        records = {}
+    record = records.get(path.name)
+    if (
+        isinstance(record, dict)
+        and record.get("size") == stat.st_size
+        and record.get("mtime_ns") == stat.st_mtime_ns
+        and isinstance(record.get("sha256"), str)
+    ):
+        return record["sha256"]
+    digest = file_sha256(path)
+    records[path.name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    with contextlib.suppress(OSError):
+        atomic_write_json(records_path, records)
+    return digest
+
+
+def verify_weight_file(path: str | os.PathLike, expected: WeightFile) -> str:
+    """Check ``path`` against ``expected``'s sha256 (full, or the prefix where only that is known); return the
+    file's full sha256.
+
+    Raises ``InputError`` naming the file, the check made, the expected and the found digest when they differ.
     """
-    actual = file_sha256(path)
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a folder, expected the weight file {expected.file_name}")
+    actual = cached_file_sha256(path)
     if not actual.startswith(expected.sha256.lower()):
+        only_prefix = "" if len(expected.sha256) == 64 else ": its full digest is not known"
         raise InputError(
-            f"{path}: sha256 does not match {expected.file_name} ({expected.verification} check): "
+            f"{path}: sha256 does not match {expected.file_name} ({expected.verification} check{only_prefix}): "
             f"expected {expected.sha256}, found {actual}. The file is corrupt or a different model; "
             f"get the original from {expected.url}"
         )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pytest
 
-from dml_core.errors import InputError
+from dml_core.errors import InputError, OutputError
 from dml_core.models import weights
 from dml_core.models.weights import (
     WEIGHT_FILES,
@@ -114,9 +115,57 @@ def test_downloaded_file_with_a_wrong_hash_is_refused(tmp_path, cache, monkeypat
     assert not (cache / "w-abc.pth").exists()
 
 
-def test_weight_table_entries_follow_the_torch_hub_naming_convention():
+def test_weight_table_entries_are_full_digests_starting_with_the_published_prefix():
     for name, entry in WEIGHT_FILES.items():
         assert entry.backbone == name
         assert entry.url.endswith("/" + entry.file_name)
         stem_hash = entry.file_name.rsplit("-", 1)[1].removesuffix(".pth")
-        assert entry.sha256.startswith(stem_hash) or stem_hash.startswith(entry.sha256)
+        assert entry.verification == "full sha256" and len(entry.sha256) == 64 and int(entry.sha256, 16) >= 0
+        assert entry.sha256.startswith(stem_hash)
+
+
+def test_a_file_with_the_right_prefix_but_another_full_digest_is_refused(tmp_path, cache, monkeypatch):
+    cache.mkdir()
+    (cache / "w-abc.pth").write_bytes(CONTENT)
+    same_prefix_other_file = DIGEST[:8] + ("0" if DIGEST[8] != "0" else "1") + DIGEST[9:]
+    monkeypatch.setitem(WEIGHT_FILES, "toy", _entry(sha256=same_prefix_other_file))
+    with pytest.raises(InputError, match=rf"w-abc.pth \(full sha256 check\): expected {same_prefix_other_file}"):
+        resolve_weight_file(WEIGHT_FILES["toy"])
+    monkeypatch.setitem(WEIGHT_FILES, "toy", _entry(sha256=DIGEST))
+    assert resolve_weight_file(WEIGHT_FILES["toy"]) == (cache / "w-abc.pth", DIGEST)
+
+
+def test_a_prefix_only_entry_says_so_when_it_fails(tmp_path):
+    path = tmp_path / "w-abc.pth"
+    path.write_bytes(b"other bytes")
+    with pytest.raises(InputError, match=r"\(sha256 prefix check: its full digest is not known\)"):
+        verify_weight_file(path, _entry())
+
+
+def test_the_digest_is_remembered_until_the_file_changes(tmp_path, monkeypatch):
+    path = tmp_path / "w-abc.pth"
+    path.write_bytes(CONTENT)
+    hashed = []
+    real = weights.file_sha256
+    monkeypatch.setattr(weights, "file_sha256", lambda p: hashed.append(p) or real(p))
+    for _ in range(3):
+        assert verify_weight_file(path, _entry(sha256=DIGEST)) == DIGEST
+    assert len(hashed) == 1 and (tmp_path / weights.SHA256_RECORDS).is_file()
+    path.write_bytes(b"pretend weighs")  # same size, another content: a new modification time
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    with pytest.raises(InputError, match="sha256 does not match"):
+        verify_weight_file(path, _entry(sha256=DIGEST))
+    assert len(hashed) == 2
+
+
+def test_a_read_only_folder_only_costs_a_hash_each_time(tmp_path, monkeypatch):
+    path = tmp_path / "w-abc.pth"
+    path.write_bytes(CONTENT)
+
+    def read_only(*args):
+        raise OutputError(f"{tmp_path}: cannot write here (Read-only file system)")
+
+    monkeypatch.setattr(weights, "atomic_write_json", read_only)
+    assert verify_weight_file(path, _entry(sha256=DIGEST)) == DIGEST
+    assert verify_weight_file(path, _entry(sha256=DIGEST)) == DIGEST
+    assert not (tmp_path / weights.SHA256_RECORDS).exists()
