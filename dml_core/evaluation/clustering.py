@@ -8,6 +8,9 @@ from typing import Literal
 
 import numpy as np
 
+from dml_core.errors import InputError
+from dml_core.evaluation.inputs import check_embeddings
+
 KMeansBackend = Literal["faiss", "sklearn"]
 
 
@@ -22,8 +25,14 @@ class KMeansConfig:
 
 
 def kmeans_assign(embeddings: np.ndarray, n_clusters: int, config: KMeansConfig) -> np.ndarray:
-    """Cluster ``embeddings`` (n, d) into ``n_clusters`` and return each point's cluster id."""
+    """Cluster ``embeddings`` (n, d) into ``n_clusters`` and return each point's cluster id.
+
+    Empty, zero-width or non-finite embeddings and a cluster count outside 1..n are refused first: faiss would
+    end the process with SIGFPE on a zero width."""
     points = np.ascontiguousarray(embeddings, dtype=np.float32)
+    check_embeddings(points)
+    if not 1 <= n_clusters <= len(points):
+        raise InputError(f"n_clusters: expected 1 to {len(points)} (the number of points), found {n_clusters}")
     if config.backend == "faiss":
         import faiss
 

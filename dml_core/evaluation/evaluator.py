@@ -17,6 +17,7 @@ import torch
 from dml_core.errors import InputError
 from dml_core.evaluation import metrics as M
 from dml_core.evaluation.clustering import KMeansConfig, kmeans_assign
+from dml_core.evaluation.inputs import check_embeddings, check_labels
 from dml_core.evaluation.knn import TIE_RULE, rank_neighbours, rank_within_set
 
 # Each metric declares the shared work it needs; the evaluator does each piece at most once.
@@ -44,21 +45,6 @@ def _as_numpy(array, name: str) -> np.ndarray:
     if isinstance(array, torch.Tensor):
         array = array.detach().cpu().numpy()
     return np.asarray(array)
-
-
-def _validate(embeddings: np.ndarray, labels: np.ndarray) -> None:
-    if embeddings.ndim != 2 or embeddings.shape[0] == 0:
-        raise InputError(f"embeddings: expected a non-empty 2-D array (n, d), found shape {embeddings.shape}")
-    if not np.issubdtype(embeddings.dtype, np.number):
-        raise InputError(f"embeddings: expected numbers, found dtype {embeddings.dtype}")
-    if labels.ndim != 1:
-        raise InputError(f"labels: expected a 1-D array, found shape {labels.shape}")
-    if len(labels) != len(embeddings):
-        raise InputError(f"labels: expected one label per embedding ({len(embeddings)}), found {len(labels)}")
-    bad = np.flatnonzero(~np.isfinite(embeddings).all(1))
-    if len(bad):
-        shown = ", ".join(str(i) for i in bad[:5])
-        raise InputError(f"embeddings: expected finite values, found NaN or inf in {len(bad)} row(s) (first: {shown})")
 
 
 def _mask(mask, n: int, name: str) -> np.ndarray:
@@ -95,7 +81,8 @@ def evaluate(
         raise InputError(f"metrics: unknown {unknown}; expected some of {list(METRIC_NEEDS)}")
     emb_np = _as_numpy(embeddings, "embeddings")
     label_values = _as_numpy(labels, "labels")
-    _validate(emb_np, label_values)
+    check_embeddings(emb_np)
+    check_labels(label_values, len(emb_np))
     # Any label values (strings, large ids) become dense int64 codes.
     _, codes = np.unique(label_values, return_inverse=True)
     codes = codes.reshape(-1).astype(np.int64)

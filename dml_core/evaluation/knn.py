@@ -29,6 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dml_core.errors import InputError
+from dml_core.evaluation.inputs import check_embedding_shape
+
 # Distances held at once per chunk; 2**26 fp32 values = 256 MiB.
 DEFAULT_CHUNK_ELEMENTS = 2**26
 TIE_RULE = "equal distances ordered by gallery index, smaller first"
@@ -186,7 +189,14 @@ def rank_neighbours(
 
     ``self_index[i]`` is the gallery row of query ``i`` (single-set protocol: it is excluded);
     ``None`` for a query/gallery protocol with disjoint sets. ``k`` neighbours are returned per query.
+    Empty or zero-width sets, or sets of different widths, are an ``InputError``.
     """
+    check_embedding_shape(tuple(queries.shape), "queries")
+    check_embedding_shape(tuple(gallery.shape), "gallery")
+    if queries.shape[1] != gallery.shape[1]:
+        raise InputError(
+            f"queries and gallery: expected the same width, found {queries.shape[1]} and {gallery.shape[1]}"
+        )
     n_queries, n_gallery = len(queries), len(gallery)
     device = gallery.device
     queries = queries.to(device=device, dtype=torch.float32)
@@ -229,6 +239,7 @@ def rank_within_set(
     CPU it runs the symmetric blocked search of ``knn_symmetric`` (half the GEMM, one compiled pass) unless
     ``k`` exceeds ``SYMMETRIC_MAX_K``; elsewhere the chunked search (``chunk_rows`` applies to that one only).
     """
+    check_embedding_shape(tuple(embeddings.shape))
     if embeddings.device.type != "cpu" or k > SYMMETRIC_MAX_K:
         index = torch.arange(len(embeddings), device=embeddings.device)
         return rank_neighbours(embeddings, embeddings, labels, labels, k, self_index=index, chunk_rows=chunk_rows)

@@ -1,10 +1,16 @@
 """evaluate(): protocols, validation errors, and what travels with the values."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
+import torch
 
 from dml_core.errors import InputError
 from dml_core.evaluation import KMeansConfig, evaluate, recall_ks_for
+from dml_core.evaluation.clustering import kmeans_assign
+from dml_core.evaluation.knn import rank_neighbours, rank_within_set
 
 
 def _clusters(n_classes=4, per_class=5, dim=8, seed=0, spread=0.1):
@@ -109,3 +115,58 @@ def test_faiss_clustering_is_seeded():
     first = evaluate(x, y, metrics=["nmi", "f1"], kmeans=KMeansConfig(seed=5))
     second = evaluate(x, y, metrics=["nmi", "f1"], kmeans=KMeansConfig(seed=5))
     assert first.metrics == second.metrics
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "message"),
+    [
+        (np.zeros((20, 0)), r"embeddings: expected a non-empty 2-D array \(n, d\) with d >= 1, found shape \(20, 0\)"),
+        (np.zeros((0, 8)), r"found shape \(0, 8\)"),
+        (np.zeros(20), r"found shape \(20,\)"),
+        (np.where(np.arange(160).reshape(20, 8) == 9, np.inf, 1.0), r"found NaN or inf in 1 row\(s\) \(first: 1\)"),
+    ],
+)
+def test_empty_zero_width_and_non_finite_embeddings_are_refused_before_any_search(embeddings, message):
+    _, y = _clusters()
+    with pytest.raises(InputError, match=message):
+        evaluate(embeddings, y[: len(embeddings)] if len(embeddings) else y[:0], (1,))
+
+
+@pytest.mark.parametrize("missing", [np.nan, np.inf, None])
+def test_missing_labels_are_refused_not_made_one_class(missing):
+    x, y = _clusters()
+    labels = y.astype(float) if missing is not None else y.astype(object)
+    labels[::2] = missing
+    with pytest.raises(
+        InputError, match=r"labels: expected a class label for every item, found NaN, inf or None in 10"
+    ):
+        evaluate(x, labels, (1,))
+
+
+def test_string_labels_still_work():
+    x, y = _clusters()
+    assert evaluate(x, np.array([f"class-{v}" for v in y]), (1,), metrics=("recall",)).metrics["R@1"] == 100.0
+
+
+def test_zero_width_clustering_and_search_are_refused_directly():
+    with pytest.raises(InputError, match=r"found shape \(5, 0\)"):
+        kmeans_assign(np.zeros((5, 0)), 2, KMeansConfig())
+    with pytest.raises(InputError, match=r"n_clusters: expected 1 to 5 \(the number of points\), found 6"):
+        kmeans_assign(np.zeros((5, 3)), 6, KMeansConfig())
+    with pytest.raises(InputError, match=r"gallery: expected a non-empty 2-D array"):
+        rank_neighbours(torch.zeros(3, 2), torch.zeros(0, 2), torch.zeros(3), torch.zeros(0), k=1)
+    with pytest.raises(InputError, match=r"queries and gallery: expected the same width, found 2 and 3"):
+        rank_neighbours(torch.zeros(3, 2), torch.zeros(4, 3), torch.zeros(3), torch.zeros(4), k=1)
+    with pytest.raises(InputError, match=r"embeddings: expected a non-empty 2-D array"):
+        rank_within_set(torch.zeros(4, 0), torch.zeros(4), k=1)
+
+
+def test_a_zero_width_evaluation_ends_in_one_line_not_a_signal():
+    # faiss divides by the width: without the check the process dies of SIGFPE (exit -8) with no message.
+    code = (
+        "import numpy as np\n"
+        "from dml_core.evaluation import KMeansConfig, evaluate\n"
+        "evaluate(np.zeros((6, 0)), np.array([0, 0, 1, 1, 2, 2]), (1,), kmeans=KMeansConfig('faiss'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "InputError: embeddings: expected a non-empty 2-D array" in done.stderr
