@@ -130,6 +130,10 @@ class PublishedRow(_Strict):
     id: str
     method: str = Field(min_length=1)
     proposed: bool
+    # The authors cite this row's numbers from another publication (a citation marker on the method name, a
+    # 'Publication' column, or the text says so) instead of running it: shown for context (a run of ours may still
+    # target it, as damlrrm's Table 6 baselines).
+    quoted: bool = False
     dataset: str
     backbone: Literal["googlenet", "bn-inception", "resnet50"] | None = None
     embedding_dim: int | None = Field(default=None, gt=0)
@@ -160,6 +164,12 @@ class PublishedRow(_Strict):
             if number < 0 or ((key in _PERCENT_METRICS or key.startswith("R@")) and number > 100):
                 raise ValueError(f"expected {key} in percent (0-100), found {number}")
         return value
+
+    @model_validator(mode="after")
+    def _own_rows_are_not_quoted(self) -> PublishedRow:
+        if self.quoted and self.proposed:
+            raise ValueError("a row cannot be both proposed (the paper's own method) and quoted (another work's)")
+        return self
 
 
 class PublishedTable(_Strict):

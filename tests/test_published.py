@@ -141,6 +141,23 @@ def test_typos_are_kept_as_printed_with_a_note(papers):
     assert "typo" in cgml_rll.note
 
 
+def test_rows_cited_from_other_works_are_marked_quoted(papers):
+    def quoted(key, table, row):
+        return find_row(papers[key], table, row).quoted
+
+    assert quoted("damlrrm", "table1", "angular-cub200")  # printed 'Angular[40]'
+    assert not quoted("damlrrm", "table1", "triplet-plus-n-pair-cub200")  # printed without a citation
+    assert not quoted("damlrrm", "table8", "lifted-cub200")  # timings the authors measured
+    assert quoted("anml", "table4", "multi-similarity-loss-cub200") and not quoted("anml", "table2", "lmnn-uci-iris")
+    assert quoted("gpw", "table4", "abe-cars196") and not quoted("gpw", "table4", "pair-p-cars196")
+    assert quoted("drml", "table4", "hdml-cub200")
+    assert not quoted("drml", "table4", "proxyanchor-cub200")  # '*': the authors' own reproduction
+    assert quoted("cgml", "table6", "damlrrm-sop") and not quoted("cgml", "table6", "binomial-sop")
+    assert not quoted("cgml", "table8", "ms-cars196")  # run with the public code
+    for paper in papers.values():
+        assert not any(row.quoted and row.proposed for table in paper.tables for row in table.rows)
+
+
 def test_find_row_names_what_exists(papers):
     with pytest.raises(InputError, match=r"no table 'table99'.*table1"):
         find_row(papers["damlrrm"], "table99", "ours-cub200")
@@ -215,6 +232,7 @@ def test_a_valid_minimal_file_loads(tmp_path):
         (lambda d: _row(d).update(id="Ours CUB"), r"row 0.*field id.*slug"),
         (lambda d: _row(d).update(colour="red"), r"row 0.*field colour.*[Ee]xtra"),
         (lambda d: _row(d).pop("proposed"), r"row 0.*field proposed.*required"),
+        (lambda d: _row(d).update(quoted=True), r"row 0.*both proposed .* and quoted"),
         (lambda d: d["tables"][0].update(id="tableIV"), r"table tableIV.*field id.*table<N>"),
         (lambda d: d["tables"][0].update(kind="results"), r"table table1.*field kind"),
         (lambda d: d["tables"][0].update(rows=[]), r"table table1.*no rows needs a note"),
@@ -239,6 +257,7 @@ def test_a_valid_minimal_file_loads(tmp_path):
         "row-id-not-slug",
         "extra-field",
         "missing-field",
+        "own-row-quoted",
         "roman-table-id",
         "unknown-kind",
         "empty-table-without-note",
