@@ -30,6 +30,7 @@ from dml_core.launch import (
     read_submissions,
 )
 from dml_core.reproduce import PaperRun
+from dml_core.tables.long_form import read_long_form
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 SOURCE_ROOT = Path(dml_core.__file__).resolve().parents[1]
@@ -55,13 +56,9 @@ def _results(tmp_path: Path, recipe_id: str) -> Path:
 
 
 def _table_rows(tmp_path: Path) -> dict[str, str]:
-    """recipe id -> its seeds column in the smoke table of the synthetic paper ("—": no results)."""
-    rows = {}
-    for line in (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").read_text().splitlines():
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        if len(cells) == 10 and cells[3].endswith("-cub200"):  # row, method, dataset, recipe, seeds, ...
-            rows[cells[3]] = cells[4]
-    return rows
+    """recipe id -> the seeds of its runs in the smoke long form of the synthetic paper ("—": no results)."""
+    frame = read_long_form(tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.csv")
+    return {recipe: seeds or "—" for recipe, seeds in zip(frame["recipe"], frame["seeds"], strict=True)}
 
 
 def test_slurm_params_and_resources_map_to_submitit():

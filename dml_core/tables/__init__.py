@@ -1,9 +1,13 @@
-"""The table builder: results files joined to the published rows, as Markdown tables with plots
-(``build``), and the nightly gate (``check``). ``dml tables`` is the command."""
+"""The table builder: results files joined to the published rows, as paper-shaped Markdown tables with figures
+and judged claims, and their CSV long form (``build``); the index of all papers (``index``); and the nightly
+gate over the long forms (``check``). ``dml tables`` is the command."""
 
 from dml_core.tables.build import PaperTables, build_paper_tables
-from dml_core.tables.check import Failure, check_paper, load_summary, summarize, write_summary
-from dml_core.tables.join import join, status_of, timing_frame
+from dml_core.tables.check import Failure, check_long_forms, check_paper, load_summary, summarize, write_summary
+from dml_core.tables.index import write_index
+from dml_core.tables.join import join, run_variant, status_of
+from dml_core.tables.long_form import read_long_form, write_long_form
+from dml_core.tables.timing import timing_frame
 from dml_core.tables.tolerances import Tolerances, load_tolerances
 
 __all__ = [
@@ -11,12 +15,17 @@ __all__ = [
     "PaperTables",
     "Tolerances",
     "build_paper_tables",
+    "check_long_forms",
     "check_paper",
     "join",
     "load_summary",
     "load_tolerances",
+    "read_long_form",
+    "run_variant",
     "status_of",
     "summarize",
     "timing_frame",
+    "write_index",
+    "write_long_form",
     "write_summary",
 ]

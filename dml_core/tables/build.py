@@ -1,5 +1,6 @@
-"""Build one paper's table file: load its results and recipes, join them to the published rows, draw the
-plots and write ``tables/[smoke/]<key>.md`` (plots in ``tables/[smoke/]<key>/``)."""
+"""Build one paper's tables: load its results and plan, join them to the published rows, judge the claims,
+draw one figure per table and write ``tables/[smoke/]<key>.md`` and its long form ``<key>.csv`` (figures in
+``tables/[smoke/]<key>/``)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,70 @@ from pathlib import Path
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
-from dml_core.output_paths import results_folder, tables_markdown
-from dml_core.published import load_published
-from dml_core.tables import markdown, plots
+from dml_core.claims import claims_path, load_claims
+from dml_core.output_paths import REPOSITORY_ROOT, results_folder, tables_markdown
+from dml_core.published import PublishedPaper, load_published
 from dml_core.results import ResultsFile
-from dml_core.tables.join import join, load_results_folder, planned_linear_targets, planned_targets, timing_frame
+from dml_core.tables import figures, markdown
+from dml_core.tables.claim_verdicts import ClaimVerdict, evaluate_claims
+from dml_core.tables.join import LoadedResults, join, load_results_folder, run_variant
+from dml_core.tables.known_gaps import load_known_gaps
+from dml_core.tables.long_form import long_form_path, write_long_form
+from dml_core.tables.noise import PerQueryIntervals
+from dml_core.tables.planned import load_plan
+from dml_core.tables.timing import timing_frame
 from dml_core.tables.tolerances import Tolerances
 
 
 @dataclass(frozen=True)
 class PaperTables:
-    """What was built for one paper: the joined lines (for ``--check``) and the Markdown file written."""
+    """What was built for one paper: the long form (also in ``long_form``), and the Markdown file written."""
 
     key: str
     frame: pd.DataFrame
     markdown_path: Path
+
+    @property
+    def long_form(self) -> Path:
+        return long_form_path(self.markdown_path)
+
+
+def paper_verdicts(
+    paper: PublishedPaper, frame: pd.DataFrame, tolerances: Tolerances, smoke: bool, papers_dir: Path | None = None
+) -> list[ClaimVerdict]:
+    """The paper's claims judged on ``frame`` (none when the paper has no claims file)."""
+    key = paper.paper.key
+    if not claims_path(key, papers_dir).is_file():
+        return []
+    return evaluate_claims(load_claims(key, papers_dir), paper, frame, tolerances, smoke)
+
+
+def draw_figures(
+    paper: PublishedPaper, frame: pd.DataFrame, loaded: list[LoadedResults], folder: Path, smoke: bool
+) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Each table's comparison figure and training-curves figure (where it has them); PNGs of earlier builds
+    that this one did not draw (per-row plots, tables no longer run) are removed."""
+    compared, curves = {}, {}
+    for table in paper.tables:
+        lines = frame[frame["table"] == table.id]
+        drawn = figures.table_figure(table, lines, folder / f"{table.id}.png", smoke)
+        if drawn is not None:
+            compared[table.id] = drawn
+        if table.kind == "training_time":
+            continue  # the same runs' curves are under the tables of their accuracy
+        runs: dict[tuple[str, str], list[ResultsFile]] = defaultdict(list)
+        for item in loaded:
+            results = item.results
+            if isinstance(results, ResultsFile) and any(t.table == table.id for t in results.targets):
+                runs[(results.recipe.id, run_variant(results))].append(results)
+        drawn = figures.curves_figure(table.id, runs, folder / f"{table.id}-curves.png", smoke)
+        if drawn is not None:
+            curves[table.id] = drawn
+    kept = {*compared.values(), *curves.values()}
+    for stale in folder.glob("*.png") if folder.is_dir() else ():
+        if stale not in kept:
+            stale.unlink()
+    return compared, curves
 
 
 def build_paper_tables(
@@ -37,39 +87,31 @@ def build_paper_tables(
     smoke: bool,
     papers_dir: Path | None = None,
     draw_plots: bool = True,
+    intervals: PerQueryIntervals | None = None,
 ) -> PaperTables:
-    """Join ``<results_root>/[smoke/]<key>/*.json`` and ``<recipes_dir>/<key>/*.yaml`` to the paper's
-    published rows and write the Markdown (and plots) under ``tables_root``."""
+    """Join ``<results_root>/[smoke/]<key>/*.json`` and the runs of ``<recipes_dir>/<key>/`` to the paper's
+    published rows and write the Markdown, its CSV long form and the figures under ``tables_root``."""
     paper = load_published(key, papers_dir)
     loaded = load_results_folder(results_folder(results_root, key, smoke), smoke)
-    planned = planned_targets(recipes_dir, key)
-    planned_linear = planned_linear_targets(recipes_dir, key)
-    frame = join(paper, loaded, tolerances, {**planned, **planned_linear})
-    timing = timing_frame(paper, loaded, planned)
+    plan = load_plan(recipes_dir, key)
+    frame = join(paper, loaded, tolerances, plan.targets, smoke=smoke, intervals=intervals)
     path = tables_markdown(tables_root, key, smoke)
-    plot_dir = path.with_suffix("")
-    recall, curves = {}, {}
-    if draw_plots:
-        runs = defaultdict(list)
-        for item in loaded:
-            if isinstance(item.results, ResultsFile):  # linear runs have no training curve
-                runs[item.results.recipe.id].append(item.results)
-        recall = plots.recall_plots(frame, plot_dir, smoke)
-        curves = plots.curve_plots(runs, plot_dir, smoke)
-    targeted = set(planned) | set(planned_linear) | {(t.table, t.row) for item in loaded for t in item.results.targets}
-    unplanned = sum(1 for table in paper.tables for row in table.rows if (table.id, row.id) not in targeted)
-    text = markdown.render(
-        paper,
-        frame,
-        timing,
-        loaded,
-        tolerances,
+    write_long_form(long_form_path(path), frame)
+    compared, curves = draw_figures(paper, frame, loaded, path.with_suffix(""), smoke) if draw_plots else ({}, {})
+    inputs = markdown.PageInputs(
+        paper=paper,
+        frame=frame,
+        timing=timing_frame(paper, loaded, plan.targets, plan.schedules),
+        loaded=loaded,
+        plan=plan,
+        tolerances=tolerances,
+        verdicts=paper_verdicts(paper, frame, tolerances, smoke, papers_dir),
+        gaps=load_known_gaps(paper, papers_dir),
         smoke=smoke,
-        unplanned_rows=unplanned,
-        recipes=len({recipe for recipes in planned.values() for recipe in recipes}),
-        recall_plots=recall,
-        curve_plots=curves,
         markdown_dir=path.parent,
+        root=REPOSITORY_ROOT,
+        figures=compared,
+        curves=curves,
     )
-    atomic_write_text(path, text)
+    atomic_write_text(path, markdown.render(inputs))
     return PaperTables(key, frame, path)

@@ -1,15 +1,16 @@
 """``dml tables --check``: the nightly gate, and the nightly summary it compares against next time.
 
-A line fails when its reproduced number is below the published one minus the metric's tolerance, or below the
-previous nightly's number minus the tolerance, or when the previous nightly measured it and this one did not.
-Smoke numbers are never compared with the paper (they are not comparable), only with the previous smoke
-nightly.
+The gate reads the long form each paper's build wrote (``tables/[smoke/]<key>.csv``), never the Markdown. A
+line fails when its reproduced number is below the published one minus its gate, or below the previous
+nightly's number minus its gate, or when the previous nightly measured it and this one did not. The gate is the
+larger of the metric's tolerance and the line's measured spread (``dml_core.tables.noise``); each failure says
+which it used. Smoke numbers are never compared with the paper (they are not comparable), only with the
+previous smoke nightly.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ import pandas as pd
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.tables.join import BELOW
+from dml_core.tables.long_form import read_long_form
+from dml_core.tables.noise import TOLERANCE
 
 SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_NAME = "summary.json"
@@ -40,26 +43,33 @@ class Failure:
         return f"{self.paper} {self.table} {self.row} [{self.recipe}] {self.metric}: {self.reason}"
 
 
-def line_key(table: str, row: str, recipe: str, metric: str) -> str:
-    """The summary's key of one line.
+def line_key(table: str, row: str, recipe: str, metric: str, variant: str = "") -> str:
+    """The summary's key of one line (a run under non-default readings carries them after a ``~``).
 
-    >>> line_key("table1", "ours-cub200", "ours-cub200", "R@1")
-    'table1/ours-cub200/ours-cub200/R@1'
+    >>> line_key("table1", "ours-cub200", "ours-cub200", "R@1"), line_key("t", "r", "x", "R@1", "a=b")
+    ('table1/ours-cub200/ours-cub200/R@1', 't/r/x~a=b/R@1')
     """
-    return f"{table}/{row}/{recipe}/{metric}"
+    return f"{table}/{row}/{recipe}{'~' + variant if variant else ''}/{metric}"
+
+
+def _key(line) -> str:
+    return line_key(line.table, line.row, str(line.recipe), line.metric, str(line.variant or ""))
 
 
 def summarize(frame: pd.DataFrame) -> dict[str, float]:
     """The reproduced value of every measured line of one paper, keyed by :func:`line_key`."""
-    return {
-        line_key(line.table, line.row, line.recipe, line.metric): float(line.reproduced)
-        for line in frame.itertuples()
-        if not math.isnan(line.reproduced)
-    }
+    return {_key(line): float(line.reproduced) for line in frame.itertuples() if not math.isnan(line.reproduced)}
+
+
+def gate_text(line) -> str:
+    """``tolerance 1.5`` or ``the measured spread 2.10 (std over 3 seeds)``: what a line's gate is."""
+    if line.gate_basis == TOLERANCE:
+        return f"tolerance {line.gate:g}"
+    return f"the measured spread {line.gate:.2f} ({line.gate_basis}, above the tolerance {line.tolerance:g})"
 
 
 def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | None, smoke: bool) -> list[Failure]:
-    """Every failing line of one paper's joined frame (see the module docstring for the rules)."""
+    """Every failing line of one paper's long form (see the module docstring for the rules)."""
     failures = []
     for line in frame.itertuples():
         fail = lambda reason, line=line: failures.append(  # noqa: E731
@@ -68,20 +78,32 @@ def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | N
         measured = not math.isnan(line.reproduced)
         if measured and not smoke and line.status == BELOW:
             fail(
-                f"{line.reproduced:.2f} is below published {line.published:g} minus tolerance {line.tolerance:g} "
+                f"{line.reproduced:.2f} is below published {line.published:g} minus {gate_text(line)} "
                 f"(delta {line.delta:+.2f})"
             )
-        before = (previous or {}).get(line_key(line.table, line.row, str(line.recipe), line.metric))
+        before = (previous or {}).get(_key(line))
         if before is None:
             continue
         if not measured:
             fail(f"not measured now; the previous nightly measured {before:.2f}")
-        elif line.reproduced < before - line.tolerance:
+        elif line.reproduced < before - line.gate:
             fail(
-                f"{line.reproduced:.2f} is below the previous nightly's {before:.2f} minus tolerance "
-                f"{line.tolerance:g} (change {line.reproduced - before:+.2f})"
+                f"{line.reproduced:.2f} is below the previous nightly's {before:.2f} minus {gate_text(line)} "
+                f"(change {line.reproduced - before:+.2f})"
             )
     return failures
+
+
+def check_long_forms(
+    paths: Mapping[str, Path], previous: Mapping[str, Mapping[str, float]], smoke: bool
+) -> tuple[list[Failure], dict[str, dict[str, float]]]:
+    """The gate over each paper's long-form CSV (``{paper: path}``): the failures, and this run's summary."""
+    failures, values = [], {}
+    for key, path in paths.items():
+        frame = read_long_form(path)
+        failures += check_paper(key, frame, previous.get(key), smoke)
+        values[key] = summarize(frame)
+    return failures, values
 
 
 def write_summary(path: str | Path, values: Mapping[str, Mapping[str, float]], smoke: bool) -> Path:

@@ -1,14 +1,17 @@
-"""Join results files to published rows: one line per (published row, recipe, metric).
+"""Join results files to published rows: the long form, one line per (published row, run, reading, metric).
 
 Each results file names the published rows it reproduces (``targets``, copied from its recipe). Runs of the same
-recipe with different seeds are pooled into mean and standard deviation. Rows a recipe under ``reproduce/<key>/``
-(or a linear plan under ``reproduce/<key>/linear/``) targets but no results file covers yet are kept, marked
-"not run", so a table shows what is still missing.
+recipe under the same readings with different seeds are pooled into mean and standard deviation; a run under
+non-default readings (its ``variant``) is a line of its own. Rows a run of the recipe layer targets but no
+results file covers yet are kept, marked "not run", so the long form shows what is still missing.
 
 Linear results files (anml Table 2) contribute one value per split, so their line shows mean ± sample std over
 splits, as the paper prints it; the published ``<metric>_std`` of such a row is the ± of the published line
 (``published_std``), not a line of its own: a spread is shown, never gated. The ``note`` column says how a
 linear number was obtained (splits, CV folds, K rule, and whether the grid is the paper's or a thinned one).
+
+The status compares the gap with the larger of the metric's tolerance and the measured spread of the line
+(``dml_core.tables.noise``); smoke numbers get no status (``n/a (smoke)``): they are not comparable.
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ import numpy as np
 import pandas as pd
 
 from dml_core.errors import InputError
-from dml_core.published import PublishedPaper, PublishedRow, find_row
-from dml_core.linear.plan import TABLE2_ID, linear_plan_paths, load_linear_plan, table2_row_id
 from dml_core.linear.results_file import describe_linear_protocol
-from dml_core.recipe import load_recipe
+from dml_core.published import PublishedPaper, PublishedRow, find_row
 from dml_core.results import AnyResults, LinearResultsFile, ResultsFile, load_results
+from dml_core.tables.noise import NoPerQueryData, PerQueryIntervals, bootstrap_half_width, gate, line_spread
 from dml_core.tables.tolerances import Tolerances
 
 # A published ``<metric>_std`` beside ``<metric>`` is the ± of that metric's line (anml Table 2).
@@ -37,16 +39,12 @@ SPREAD_SUFFIX = "_std"
 TIMING_METRICS = frozenset({"iterations_per_second", "training_hours"})
 
 WITHIN, BELOW, ABOVE, NOT_RUN, NOT_EVALUATED = "within tolerance", "below", "above", "not run", "not evaluated"
+SMOKE = "n/a (smoke)"
 
 COLUMNS = (
-    "table", "row", "method", "dataset", "recipe", "seeds", "metric",
-    "published", "reproduced", "std", "delta", "tolerance", "status", "published_std", "note",
-)  # fmt: skip
-
-
-TIMING_COLUMNS = (
-    "recipe", "dataset", "device", "seeds", "iterations",
-    "published it/s", "ours it/s", "published hours", "ours hours",
+    "table", "row", "method", "dataset", "quoted", "recipe", "variant", "seeds", "unit", "samples", "metric",
+    "published", "published_std", "reproduced", "std", "spread", "spread_basis", "delta", "tolerance", "gate",
+    "gate_basis", "status", "note",
 )  # fmt: skip
 
 
@@ -58,8 +56,20 @@ class LoadedResults:
     results: AnyResults
 
 
-def status_of(published: float, reproduced: float | None, tolerance: float) -> str:
-    """Where a reproduced number lies against the published one, ``tolerance`` points either side.
+def run_variant(results: AnyResults) -> str:
+    """The non-default readings a run ran under ("" for the paper's default reading, and for linear runs).
+
+    The recipe layer records them in the deep results file as ``recipe.content["variant"]`` (beside
+    ``recipe.content["readings"]``, reading -> value); this is the one place the tables read it.
+    """
+    if isinstance(results, ResultsFile):
+        variant = results.recipe.content.get("variant", "")
+        return variant if isinstance(variant, str) else ""
+    return ""
+
+
+def status_of(published: float, reproduced: float | None, gate_width: float) -> str:
+    """Where a reproduced number lies against the published one, ``gate_width`` points either side.
 
     >>> [status_of(55.1, r, 1.5) for r in (55.1, 53.6, 53.5, 56.7, None)]
     ['within tolerance', 'within tolerance', 'below', 'above', 'not run']
@@ -68,7 +78,7 @@ def status_of(published: float, reproduced: float | None, tolerance: float) -> s
         return NOT_RUN
     delta = reproduced - published
     # Rounded to the printed precision so 53.6 - 55.1 = -1.5000000000000036 counts as within 1.5.
-    if round(abs(delta), 9) <= tolerance:
+    if round(abs(delta), 9) <= gate_width:
         return WITHIN
     return BELOW if delta < 0 else ABOVE
 
@@ -86,44 +96,26 @@ def load_results_folder(folder: str | Path, smoke: bool) -> list[LoadedResults]:
             raise InputError(
                 f"{item.path}: field smoke: expected {expected} results in {folder}, found {item.results.smoke}"
             )
-    seen: dict[tuple[str, int], Path] = {}
+    seen: dict[tuple[str, str, int], Path] = {}
     for item in loaded:
-        key = (item.results.run_id, item.results.seed)
+        key = (item.results.run_id, run_variant(item.results), item.results.seed)
         if key in seen:
+            under = f" under readings {key[1]}" if key[1] else ""
             raise InputError(
-                f"{item.path}: recipe {key[0]} seed {key[1]} is also in {seen[key]}; keep one results file per run"
+                f"{item.path}: recipe {key[0]}{under} seed {key[2]} is also in {seen[key]}; keep one results file "
+                "per run"
             )
         seen[key] = item.path
     return loaded
 
 
-def planned_targets(recipes_dir: str | Path, key: str) -> dict[tuple[str, str], list[str]]:
-    """``(table, row) -> recipe ids`` for every recipe under ``<recipes_dir>/<key>/``."""
-    planned: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for path in sorted((Path(recipes_dir) / key).glob("*.yaml")):
-        recipe = load_recipe(path)
-        for target in recipe.targets:
-            planned[(target.table, target.row)].append(recipe.id)
-    return dict(planned)
+RunKey = tuple[str, str, str, str]  # (table, row, recipe id, variant)
 
 
-def planned_linear_targets(recipes_dir: str | Path, key: str) -> dict[tuple[str, str], list[str]]:
-    """``(table2, row) -> [row]`` for every method of every plan under ``<recipes_dir>/<key>/linear/``: a
-    linear run's id is the id of the Table 2 row it reproduces."""
-    planned: dict[tuple[str, str], list[str]] = {}
-    for path in linear_plan_paths(recipes_dir, key):
-        plan = load_linear_plan(path)
-        for method in plan.methods:
-            row = table2_row_id(method, plan.dataset)
-            planned[(TABLE2_ID, row)] = [row]
-    return planned
-
-
-def runs_by_target(
-    paper: PublishedPaper, loaded: Iterable[LoadedResults]
-) -> dict[tuple[str, str, str], list[ResultsFile]]:
-    """``(table, row, recipe id) -> its runs (one per seed)``; a results file of another paper is an error."""
-    runs: dict[tuple[str, str, str], list[ResultsFile]] = defaultdict(list)
+def runs_by_target(paper: PublishedPaper, loaded: Iterable[LoadedResults]) -> dict[RunKey, list[AnyResults]]:
+    """``(table, row, recipe id, variant) -> its runs (one per seed)``; a results file of another paper, or one
+    naming a row that does not exist, is an error."""
+    runs: dict[RunKey, list[AnyResults]] = defaultdict(list)
     for item in loaded:
         results = item.results
         if results.paper != paper.paper.key:
@@ -133,7 +125,7 @@ def runs_by_target(
                 find_row(paper, target.table, target.row)
             except InputError as error:
                 raise InputError(f"{item.path}: field targets: {error}") from None
-            runs[(target.table, target.row, results.run_id)].append(results)
+            runs[(target.table, target.row, results.run_id, run_variant(results))].append(results)
     return dict(runs)
 
 
@@ -156,46 +148,71 @@ def is_spread_metric(metric: str, metrics: Iterable[str]) -> bool:
     return metric.endswith(SPREAD_SUFFIX) and metric.removesuffix(SPREAD_SUFFIX) in set(metrics)
 
 
+def compared_metrics(row: PublishedRow) -> list[str]:
+    """The row's metrics that get a line: not training cost, not the ± of another metric."""
+    return [m for m in row.metrics if m not in TIMING_METRICS and not is_spread_metric(m, row.metrics)]
+
+
 def linear_note(runs: Iterable[AnyResults]) -> str:
     """How the linear runs of a line were obtained (distinct descriptions, ``; ``-joined); "" for deep runs."""
     return "; ".join(sorted({describe_linear_protocol(r.protocol) for r in runs if isinstance(r, LinearResultsFile)}))
 
 
 def _lines_for(
-    table_id: str, row: PublishedRow, recipe: str | None, runs: list[AnyResults], tolerances: Tolerances
+    table_id: str,
+    row: PublishedRow,
+    recipe: str,
+    variant: str,
+    runs: list[AnyResults],
+    tolerances: Tolerances,
+    smoke: bool,
+    intervals: PerQueryIntervals,
 ) -> list[dict]:
-    seeds = ",".join(str(seed) for seed in sorted(r.seed for r in runs)) if runs else ""
+    seeds = ",".join(str(seed) for seed in sorted(r.seed for r in runs))
+    unit = "split" if runs and all(isinstance(r, LinearResultsFile) for r in runs) else "seed"
     note = linear_note(runs)
     lines = []
-    for metric, published in row.metrics.items():
-        if metric in TIMING_METRICS or is_spread_metric(metric, row.metrics):
-            continue
+    for metric in compared_metrics(row):
+        published = row.metrics[metric]
         # One value per deep run (its selected number), one per split for a linear run.
         samples = [r.metric_samples(metric) for r in runs]
         values = [value for run_values in samples for value in run_values]
+        if runs and values and not all(samples):
+            raise InputError(f"recipe {recipe}: metric {metric} is in some seeds' results but not in others")
         tolerance = tolerances.for_metric(metric)
         mean, std = pooled(values) if values else (math.nan, math.nan)
-        status = status_of(published, mean, tolerance)
+        spread = line_spread(values, unit, bootstrap_half_width(runs, metric, intervals) if values else None)
+        width, basis = gate(tolerance, spread)
         if runs and not values:
             status = NOT_EVALUATED
-        elif runs and not all(samples):
-            raise InputError(f"recipe {recipe}: metric {metric} is in some seeds' results but not in others")
+        elif smoke and values:
+            status = SMOKE
+        else:
+            status = status_of(published, mean, width)
         lines.append(
             {
                 "table": table_id,
                 "row": row.id,
                 "method": row.method,
                 "dataset": row.dataset,
+                "quoted": row.quoted,
                 "recipe": recipe,
+                "variant": variant,
                 "seeds": seeds,
+                "unit": unit,
+                "samples": len(values),
                 "metric": metric,
                 "published": published,
+                "published_std": row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
                 "reproduced": mean,
                 "std": std,
+                "spread": spread.value,
+                "spread_basis": spread.basis,
                 "delta": mean - published,
                 "tolerance": tolerance,
+                "gate": width,
+                "gate_basis": basis,
                 "status": status,
-                "published_std": row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
                 "note": note,
             }
         )
@@ -207,70 +224,27 @@ def join(
     loaded: Iterable[LoadedResults],
     tolerances: Tolerances,
     planned: Mapping[tuple[str, str], list[str]] | None = None,
+    *,
+    smoke: bool = False,
+    intervals: PerQueryIntervals | None = None,
 ) -> pd.DataFrame:
-    """One line per (published row, recipe, metric) for every row that results or recipes target.
+    """One line per (published row, recipe, variant, metric) for every row that results or planned runs target,
+    in the paper's order (tables, then rows), the default reading before variants.
 
     ``reproduced`` is the mean of the runs' selected numbers (``selection.metrics``), ``std`` their sample
-    standard deviation, ``delta`` reproduced minus published. Training-cost metrics are left to
-    :func:`timing_frame`.
+    standard deviation, ``delta`` reproduced minus published; ``spread`` and ``gate`` as in
+    :mod:`dml_core.tables.noise`. Training-cost metrics are left to :mod:`dml_core.tables.timing`.
     """
     runs = runs_by_target(paper, loaded)
     keys = set(runs)
     for (table_id, row_id), recipes in (planned or {}).items():
         find_row(paper, table_id, row_id)  # a recipe naming a row that does not exist is an error here too
-        keys.update((table_id, row_id, recipe) for recipe in recipes)
+        keys.update((table_id, row_id, recipe, "") for recipe in recipes)
     order = {table.id: index for index, table in enumerate(paper.tables)}
     row_order = {(table.id, row.id): index for table in paper.tables for index, row in enumerate(table.rows)}
     lines: list[dict] = []
-    for table_id, row_id, recipe in sorted(keys, key=lambda k: (order[k[0]], row_order[k[:2]], k[2])):
+    for table_id, row_id, recipe, variant in sorted(keys, key=lambda k: (order[k[0]], row_order[k[:2]], k[3], k[2])):
         row = find_row(paper, table_id, row_id)
-        lines.extend(_lines_for(table_id, row, recipe, runs.get((table_id, row_id, recipe), []), tolerances))
+        found = runs.get((table_id, row_id, recipe, variant), [])
+        lines += _lines_for(table_id, row, recipe, variant, found, tolerances, smoke, intervals or NoPerQueryData())
     return pd.DataFrame(lines, columns=list(COLUMNS))
-
-
-def timing_frame(
-    paper: PublishedPaper,
-    loaded: Iterable[LoadedResults],
-    planned: Mapping[tuple[str, str], list[str]] | None = None,
-) -> pd.DataFrame:
-    """Training cost per recipe: our iterations/s and hours (mean over seeds) beside the published ones.
-
-    Published values come from the ``training_time`` table row a recipe targets (blank when it targets none);
-    a recipe that targets such a row but has no results yet is listed as "not run". Hours are training-loop
-    wall time (evaluations excluded), i.e. the results' ``timing.train_seconds``.
-    """
-    timing_tables = {table.id for table in paper.tables if table.kind == "training_time"}
-    published: dict[str, dict[str, float]] = {}
-    for (table_id, row_id), recipes in (planned or {}).items():
-        if table_id in timing_tables:
-            published.update(dict.fromkeys(recipes, find_row(paper, table_id, row_id).metrics))
-    by_recipe: dict[str, list[ResultsFile]] = {recipe: [] for recipe in published}
-    for item in loaded:
-        if not isinstance(item.results, ResultsFile):
-            continue  # linear runs have no training loop: their seconds are in the linear runs table
-        by_recipe.setdefault(item.results.recipe.id, []).append(item.results)
-        for target in item.results.targets:
-            if target.table in timing_tables:
-                published[item.results.recipe.id] = find_row(paper, target.table, target.row).metrics
-    lines = []
-    for recipe, runs in sorted(by_recipe.items()):
-        theirs = published.get(recipe, {})
-        lines.append(
-            {
-                "recipe": recipe,
-                "dataset": runs[0].dataset if runs else "",
-                "device": ", ".join(sorted({_device_name(r) for r in runs})) if runs else NOT_RUN,
-                "seeds": ",".join(str(s) for s in sorted(r.seed for r in runs)),
-                "iterations": runs[0].timing.iterations if runs else math.nan,
-                "published it/s": theirs.get("iterations_per_second", math.nan),
-                "ours it/s": pooled([r.timing.iterations_per_second for r in runs])[0] if runs else math.nan,
-                "published hours": theirs.get("training_hours", math.nan),
-                "ours hours": pooled([r.timing.train_seconds / 3600 for r in runs])[0] if runs else math.nan,
-            }
-        )
-    return pd.DataFrame(lines, columns=list(TIMING_COLUMNS))
-
-
-def _device_name(results: ResultsFile) -> str:
-    """The GPU's name (``environment.gpu``), else the torch device the run used (``cpu``)."""
-    return results.environment.get("gpu") or results.environment.get("device") or "unknown"

@@ -1,10 +1,12 @@
-"""Render one paper's reproduction as Markdown: a header saying how the numbers were obtained, one table per
-published table (published, reproduced, delta, status per metric), the training-time table, and the plots."""
+"""One paper's page, ``tables/[smoke/]<key>.md``: the summary first (per table: rows within the gate, below,
+above, not run; the claims' verdicts), how the numbers were obtained, then every published table in the paper's
+shape with its figure, training time as the paper prints it, the claims in full and the linear runs."""
 
 from __future__ import annotations
 
-import math
+import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -12,56 +14,84 @@ import pandas as pd
 from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.provenance import git_starts
-from dml_core.published import PublishedPaper, PublishedTable
+from dml_core.published import PublishedPaper, PublishedTable, find_row
 from dml_core.results import LinearResultsFile, ResultsFile
+from dml_core.tables.cells import LEGEND
+from dml_core.tables.claim_verdicts import FAILS, HOLDS, NOT_RUN, SMOKE, WITHIN_NOISE, ClaimVerdict
+from dml_core.tables.join import NOT_RUN as ROW_NOT_RUN
 from dml_core.tables.join import LoadedResults
+from dml_core.tables.known_gaps import KnownGaps
+from dml_core.tables.labels import dataset_name, row_label
+from dml_core.tables.paper_tables import has_reproduced_number, paper_shaped, table_markdown
+from dml_core.tables.planned import Plan
+from dml_core.tables.summary import counts_text, table_counts, verdict_counts
+from dml_core.tables.timing import NOT_AVAILABLE, paper_timing_table, readable_duration, timing_summary
 from dml_core.tables.tolerances import Tolerances
 
 SMOKE_BANNER = (
     "> **Smoke run: these numbers are NOT comparable with the paper.** They come from the embedded glyph "
     "dataset, random initialisation, small images and a few iterations on the CPU; they only show that every "
-    "recipe runs end to end. The status column compares them with the published numbers anyway, mechanically."
+    "recipe runs end to end. No status or claim verdict is given (n/a (smoke))."
 )
-
 LINEAR_SMOKE_BANNER = (
     "> The linear (Table 2) smoke lines use the real data set but only a few splits, a grid thinned to about "
-    "one point and a short solver budget (see their note column): not comparable with the paper either."
+    "one point and a short solver budget (see the linear runs table): not comparable with the paper either."
 )
-
 SELECTION_RULES = {
     "best_r1": "best_r1: the evaluation with the best test R@1 over training (earliest on ties); every metric "
     "of the row is taken from that one evaluation",
     "final": "final: the last evaluation of the run",
 }
-
-NOT_AVAILABLE = "—"
-# The selection-rule and protocol lines of a paper whose results are all linear (anml Table 2) or none.
+VERDICT_MARKS = {HOLDS: "✓ holds", FAILS: "✗ fails", WITHIN_NOISE: "≈ within noise", NOT_RUN: "… not run",
+                 SMOKE: "n/a (smoke)"}  # fmt: skip
 NO_DEEP_RUNS = "none (no deep-network runs)"
 
 
-def _published(value: float, std: float) -> str:
-    """As printed (``67.0``, not ``67``), with the published ± when the paper prints one.
+@dataclass(frozen=True)
+class PageInputs:
+    """Everything one page is made of."""
 
-    >>> _published(99.89, 2.09), _published(67.0, float("nan"))
-    ('99.89 ± 2.09', '67.0')
-    """
-    return str(float(value)) if math.isnan(std) else f"{float(value)} ± {float(std)}"
+    paper: PublishedPaper
+    frame: pd.DataFrame  # the long form (dml_core.tables.join)
+    timing: pd.DataFrame  # dml_core.tables.timing.timing_frame
+    loaded: list[LoadedResults]
+    plan: Plan
+    tolerances: Tolerances
+    verdicts: list[ClaimVerdict]
+    gaps: KnownGaps
+    smoke: bool
+    markdown_dir: Path  # where the page lives: links and images are relative to it
+    root: Path  # the repository root (for links to its files)
+    figures: Mapping[str, Path]  # table id -> its comparison figure
+    curves: Mapping[str, Path]  # table id -> its training-curves figure
 
 
-def _reproduced(mean: float, std: float) -> str:
-    """``55.10`` for one seed, ``55.10 ± 0.80`` for several, a dash when not run."""
-    if math.isnan(mean):
-        return NOT_AVAILABLE
-    return f"{mean:.2f}" if math.isnan(std) else f"{mean:.2f} ± {std:.2f}"
+def _relative(path: Path, start: Path) -> str:
+    return Path(os.path.relpath(path, start)).as_posix()
 
 
-def _protocol_line(item: LoadedResults) -> str:
-    results = item.results
+def _distinct(values: Iterable[str]) -> list[str]:
+    return sorted(set(values))
+
+
+def commits_text(runs: Iterable[ResultsFile | LinearResultsFile]) -> str:
+    """The code the runs ran: each distinct commit once, by first use; a long list as its first and last."""
+    ordered: dict[str, bool] = {}
+    for run in sorted(runs, key=lambda r: r.created):
+        for state in git_starts(run.git):
+            commit = str(state.get("commit", "unknown"))[:7]
+            ordered[commit] = ordered.get(commit, False) or bool(state.get("dirty"))
+    names = [f"`{c}`{' (dirty)' if dirty else ''}" for c, dirty in ordered.items()]
+    if len(names) <= 3:
+        return ", ".join(names) or "none"
+    return f"{len(names)} commits, from {names[0]} to {names[-1]} (by first use; each linear run's in its table)"
+
+
+def _protocol_line(results: ResultsFile) -> str:
     protocol = results.evaluation_protocol
-    knn = protocol.get("knn", {})
-    clustering = protocol.get("clustering", {})
+    knn, clustering = protocol.get("knn", {}), protocol.get("clustering", {})
     parts = [
-        f"{results.dataset}: {protocol.get('protocol', '?')} retrieval",
+        f"{dataset_name(results.dataset)}: {protocol.get('protocol', '?')} retrieval",
         f"self excluded {protocol.get('self_exclusion', '?')}",
         f"L2-normalised {'yes' if protocol.get('normalize') else 'no'}",
     ]
@@ -75,177 +105,234 @@ def _protocol_line(item: LoadedResults) -> str:
     return ", ".join(parts)
 
 
-def _distinct(values: Iterable[str]) -> list[str]:
-    return sorted(set(values))
+def _tolerance_text(tolerances: Tolerances) -> str:
+    values = {tolerances.default, *tolerances.metrics.values()}
+    if len(values) == 1:
+        return f"{tolerances.default:g} points for every metric"
+    listed = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
+    return f"{listed}; {tolerances.default:g} points for any other metric"
 
 
-def _commit_label(git_state: dict) -> str:
-    """A commit as the header lists it (a resumed run lists the commit of each start, its ``segments``).
-
-    >>> _commit_label({"commit": "0123456789abcdef", "dirty": True})
-    '`0123456789ab` (dirty)'
-    """
-    return f"`{git_state.get('commit', 'unknown')[:12]}`{' (dirty)' if git_state.get('dirty') else ''}"
-
-
-def header(
-    paper: PublishedPaper,
-    loaded: list[LoadedResults],
-    tolerances: Tolerances,
-    smoke: bool,
-    unplanned_rows: int,
-    recipes: int,
-) -> str:
-    """Title, smoke banner, and where the numbers come from: runs, selection, protocol, commits, devices."""
-    info = paper.paper
-    lines = [f"# Reproduction: {info.title} ({info.venue} {info.year})", ""]
-    if smoke:
-        lines += [SMOKE_BANNER, ""]
-        if any(isinstance(item.results, LinearResultsFile) for item in loaded):
-            lines += [LINEAR_SMOKE_BANNER, ""]
-    runs = [item.results for item in loaded]
-    deep = [item for item in loaded if isinstance(item.results, ResultsFile)]
+def how_obtained(inputs: PageInputs) -> list[str]:
+    """Where the numbers come from: runs, selection, protocol, code, devices, the gate and the legend."""
+    runs = [item.results for item in inputs.loaded]
+    deep = [r for r in runs if isinstance(r, ResultsFile)]
     linear = [r for r in runs if isinstance(r, LinearResultsFile)]
-    commits = _distinct(_commit_label(state) for r in runs for state in git_starts(r.git))
-    devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
-    rules = _distinct(item.results.selection.rule for item in deep)
-    tolerance_text = ", ".join(f"{metric} {value:g}" for metric, value in sorted(tolerances.metrics.items()))
-    lines += [
-        f"- Paper key: `{info.key}`; recipes under reproduce/{info.key}/: {recipes}; results files: {len(runs)} "
-        f"(of {len({r.run_id for r in runs})} recipes); {'SMOKE' if smoke else 'full-scale'} runs.",
-        "- Selection rule: " + ("; ".join(SELECTION_RULES.get(rule, rule) for rule in rules) or NO_DEEP_RUNS),
-        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(item) for item in deep)) or NO_DEEP_RUNS),
+    key = inputs.paper.paper.key
+    lines = [
+        "## How the numbers were obtained",
+        "",
+        f"- Runs planned: {len(inputs.plan.deep_runs)} deep-network runs (reproduce/{key}/), "
+        f"{len(inputs.plan.linear_runs)} linear runs (reproduce/{key}/linear/). Results files: {len(runs)} "
+        f"({len(deep)} deep, {len(linear)} linear); {'SMOKE' if inputs.smoke else 'full-scale'} runs.",
+        "- Selection rule: "
+        + (
+            "; ".join(SELECTION_RULES.get(rule, rule) for rule in _distinct(r.selection.rule for r in deep))
+            or NO_DEEP_RUNS
+        ),
+        "- Evaluation protocol: " + ("; ".join(_distinct(_protocol_line(r) for r in deep)) or NO_DEEP_RUNS),
     ]
     if linear:
         lines.append(
-            f"- Linear runs (Table 2 protocol, {len(linear)} results files): kNN accuracy (%) as mean ± sample std "
-            "over random stratified 70/30 splits; z-score (+ PCA to 150) fitted on the train part; hyper-parameters "
-            "by k-fold CV on the train part; the note column says how each line was obtained (splits, folds, K "
-            "rule: test = best K in 1..40 on the test part, cv = the CV-chosen K; paper grid or THINNED grid)."
+            "- Linear runs (Table 2 protocol): kNN accuracy (%) as mean ± sample std over random stratified 70/30 "
+            "splits; z-score (+ PCA to 150) fitted on the train part; hyper-parameters by k-fold CV on the train "
+            "part; the linear runs table says how each was obtained (splits, folds, K rule: test = best K in 1..40 "
+            "on the test part, cv = the CV-chosen K; paper grid or THINNED grid)."
         )
+    devices = _distinct(r.environment.get("gpu") or f"no GPU ({r.environment.get('device', '?')})" for r in runs)
     lines += [
-        "- Git commit(s): " + (", ".join(commits) or "none"),
-        "- GPU(s): " + (", ".join(devices) or "none"),
-        f'- Status: |reproduced - published| within the tolerance (points) is "within tolerance", else '
-        f'"below"/"above"; tolerances: default {tolerances.default:g}'
-        + (f", {tolerance_text}" if tolerance_text else "")
-        + ". Reproduced values are mean ± sample std over seeds when there are several.",
-        f"- Published rows no recipe targets (not shown): {unplanned_rows}.",
+        "- Code: " + commits_text(runs),
+        "- Devices: " + (", ".join(devices) or "none"),
+        f"- Gate: the tolerance (reproduce/tolerances.yaml: {_tolerance_text(inputs.tolerances)}), or the measured "
+        "spread of a line where that is larger (std over seeds; the standard error over splits for a linear run).",
+        f"- {LEGEND} Rows marked *(quoted)* are numbers the authors cite from other works.",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
-def comparison_table(frame: pd.DataFrame) -> str:
-    """The Markdown (pipe) table of one published table's lines from :func:`dml_core.tables.join.join`."""
+def summary_section(inputs: PageInputs) -> list[str]:
+    """Per table, the row counts; then the claims' verdicts, one line each."""
+    counts = table_counts(inputs.paper, inputs.frame, inputs.timing)
+    captions = {table.id: table.caption for table in inputs.paper.tables}
     shown = pd.DataFrame(
         {
-            "row": frame["row"],
-            "method": frame["method"],
-            "dataset": frame["dataset"],
-            "recipe": frame["recipe"],
-            "seeds": frame["seeds"].replace("", NOT_AVAILABLE),
-            "metric": frame["metric"],
-            "published": [_published(v, s) for v, s in zip(frame["published"], frame["published_std"], strict=True)],
-            "reproduced": [_reproduced(m, s) for m, s in zip(frame["reproduced"], frame["std"], strict=True)],
-            "delta": [NOT_AVAILABLE if math.isnan(d) else f"{d:+.2f}" for d in frame["delta"]],
-            "status": frame["status"],
+            "table": counts["table"],
+            "caption": [_short(captions[t]) for t in counts["table"]],
+            "our runs": [counts_text(line, inputs.smoke) for _, line in counts.iterrows()],
+            "published only": [
+                f"{n} ({q} quoted)" if q else str(n)
+                for n, q in zip(counts["published only"], counts["quoted"], strict=True)
+            ],
         }
     )
-    if frame["note"].fillna("").astype(bool).any():  # only tables with linear lines get the column
-        shown["note"] = frame["note"].fillna("").to_numpy()
-    return shown.to_markdown(index=False, disable_numparse=True)
+    lines = ["## Summary", "", table_markdown(shown), ""]
+    if inputs.verdicts:
+        lines += [
+            f"Claims of the paper (papers/{inputs.paper.paper.key}/claims.yaml; quoted in full below): "
+            f"{verdict_counts(inputs.verdicts)}.",
+            "",
+            table_markdown(
+                pd.DataFrame(
+                    {
+                        "claim": [v.claim.id for v in inputs.verdicts],
+                        "verdict": [VERDICT_MARKS[v.verdict] for v in inputs.verdicts],
+                        "on our numbers": [v.detail for v in inputs.verdicts],
+                    }
+                )
+            ),
+            "",
+        ]
+    return lines
 
 
-def published_notes(table: PublishedTable, shown_rows: set[str]) -> list[str]:
-    """The transcription's remarks on the published values of the rows shown (misprints, impossible values),
-    as a list under the table; none if those rows have none."""
-    notes = [f"- `{row.id}`: {row.note}" for row in table.rows if row.id in shown_rows and row.note]
+def _short(text: str, limit: int = 70) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def published_notes(table: PublishedTable, rows: set[str]) -> list[str]:
+    """The transcription's remarks on the published values of the rows we run (misprints, impossible values)."""
+    notes = [f"- `{row.id}`: {row.note}" for row in table.rows if row.id in rows and row.note]
     return ["Remarks on the published values:", "", *notes, ""] if notes else []
 
 
-def _over_splits(run: LinearResultsFile, mean: float, std: float) -> str:
-    """A linear run's mean ± std over its splits (no ± for a single split)."""
-    return _reproduced(mean, std if len(run.splits) > 1 else math.nan)
+def known_gap_notes(inputs: PageInputs, table: PublishedTable, rows: set[str]) -> list[str]:
+    """Why the rows marked "why?" differ from the paper (``papers/<key>/known_gaps.yaml``)."""
+    notes = []
+    for gap in inputs.gaps.gaps:
+        mine = [row for row in table.rows if gap.table == table.id and row.id in gap.rows and row.id in rows]
+        if mine:
+            link = _relative(inputs.root / gap.see.split("#")[0], inputs.markdown_dir)
+            anchor = "#" + gap.see.split("#")[1] if "#" in gap.see else ""
+            names = ", ".join(row_label(row, with_dataset=True) for row in mine)
+            notes.append(f"- {names}: {gap.why.strip()} ([more]({link}{anchor}))")
+    return ["Known gaps (why?):", "", *notes, ""] if notes else []
+
+
+def table_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
+    """One published table: in the paper's shape with its figures, or one line when nothing of it is run."""
+    lines = inputs.frame[inputs.frame["table"] == table.id]
+    if table.kind == "training_time":
+        return timing_table_section(inputs, table)
+    if not table.rows:
+        return [f"**{table.id}**: {table.caption} — lost in the text the transcription works from (see its note in "
+                f"papers/{inputs.paper.paper.key}/published.yaml).", ""]  # fmt: skip
+    if not has_reproduced_number(lines):
+        planned = len(set(lines["row"]))
+        state = f"not run yet ({planned} of {len(table.rows)} rows have a run planned)" if planned else (
+            f"no run of ours targets its {len(table.rows)} rows")  # fmt: skip
+        return [f"**{table.id}**: {table.caption} — {state}.", ""]
+    shown = paper_shaped(table, lines, inputs.gaps, inputs.markdown_dir, inputs.root)
+    parts = [f"## {table.id}: {table.caption}", "", table_markdown(shown), ""]
+    parts += known_gap_notes(inputs, table, set(lines["row"]))
+    parts += published_notes(table, set(lines["row"]))
+    for figure in (inputs.figures.get(table.id), inputs.curves.get(table.id)):
+        if figure is not None:
+            parts += [f"![{figure.stem}]({_relative(figure, inputs.markdown_dir)})", ""]
+    return parts
+
+
+def timing_table_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
+    """The paper's training-time table with our measurement beside each printed method (one line when none of
+    its methods has been timed yet)."""
+    timed = inputs.timing[inputs.timing["row"].isin([row.id for row in table.rows])]
+    if (timed["device"] == ROW_NOT_RUN).all():
+        return [f"**{table.id}**: {table.caption} — not timed yet ({len(set(timed['row']))} of {len(table.rows)} "
+                "rows have a run planned).", ""]  # fmt: skip
+    shown = paper_timing_table(table, inputs.timing)
+    return [
+        f"## {table.id}: {table.caption}",
+        "",
+        "The paper's columns, then ours: the device, our speed, its ratio to the paper's, and the training time our "
+        "speed gives over the recipe's schedule (training loop only, evaluations excluded).",
+        "",
+        table_markdown(shown),
+        "",
+    ]
+
+
+def training_time_section(inputs: PageInputs) -> list[str]:
+    """For a paper that prints no training time: a compact summary of the deep runs there are."""
+    if any(table.kind == "training_time" for table in inputs.paper.tables):
+        return []
+    summary = timing_summary(inputs.timing)
+    if summary.empty:
+        return ["## Training time", "", "No deep-network runs yet; the paper prints no training time.", ""]
+    return [
+        "## Training time",
+        "",
+        "The paper prints no training time; ours, per run:",
+        "",
+        table_markdown(summary),
+        "",
+    ]
+
+
+def claims_section(inputs: PageInputs) -> list[str]:
+    """Every claim: the verdict, the quoted sentence, its section and how it is encoded."""
+    if not inputs.verdicts:
+        return []
+    lines = ["## Claims", ""]
+    for verdict in inputs.verdicts:
+        claim = verdict.claim
+        note = f" {claim.note}" if claim.note else ""
+        lines.append(
+            f"- **{VERDICT_MARKS[verdict.verdict]}** `{claim.id}` (Section {claim.section}): “{claim.quote.strip()}”"
+            f"{note} On our numbers: {verdict.detail}."
+        )
+    return [*lines, ""]
 
 
 def _other_k_rule(run: LinearResultsFile) -> str:
     """The run's accuracy read under the K rule it was not run under (each split keeps every K's accuracy),
     so the optimistic best-test-K number always stands beside the CV-chosen-K one."""
     other = "cv" if run.protocol.k_rule == "test" else "test"
-    return f"{other}: {_over_splits(run, *rescore(run.model_dump(), other))}"
+    mean, std = rescore(run.model_dump(), other)
+    return f"{other}: {mean:.2f}" + (f" ± {std:.2f}" if len(run.splits) > 1 else "")
 
 
-def linear_runs_table(loaded: Iterable[LoadedResults]) -> str:
-    """One line per linear results file: what it ran, how (and its accuracy under the other K rule), how long,
-    from which commit."""
-    lines = [
-        {
-            "run": r.id,
-            "dataset": r.dataset,
-            "method": r.method_name,
-            "seed": str(r.seed),
-            "plan": r.plan.id,
-            "accuracy": _over_splits(r, r.summary.accuracy, r.summary.accuracy_std),
-            "other K rule": _other_k_rule(r),
-            "how": describe_linear_protocol(r.protocol),
-            "seconds": f"{r.seconds:.3g}",
-            "commit(s)": ", ".join(_commit_label(state) for state in git_starts(r.git)),
-        }
-        for r in sorted(
-            (item.results for item in loaded if isinstance(item.results, LinearResultsFile)),
-            key=lambda r: (r.dataset, r.id, r.seed),
+def linear_runs_section(inputs: PageInputs) -> list[str]:
+    """One line per linear results file: what it ran (as the paper spells the method), how, how long, which code."""
+    runs = sorted(
+        (item.results for item in inputs.loaded if isinstance(item.results, LinearResultsFile)),
+        key=lambda r: (r.dataset, r.id, r.seed),
+    )
+    if not runs:
+        return []
+    lines = []
+    for run in runs:
+        target = run.targets[0]
+        accuracy = f"{run.summary.accuracy:.2f}" + (f" ± {run.summary.accuracy_std:.2f}" if len(run.splits) > 1 else "")
+        lines.append(
+            {
+                "method": find_row(inputs.paper, target.table, target.row).method,
+                "data set": dataset_name(run.dataset),
+                "plan": run.plan.id,
+                "seed": str(run.seed),
+                "accuracy": accuracy,
+                "other K rule": _other_k_rule(run),
+                "how": describe_linear_protocol(run.protocol),
+                "split time": readable_duration(run.seconds),
+                "commits": ", ".join(f"`{str(s.get('commit', '?'))[:7]}`" for s in git_starts(run.git))
+                or NOT_AVAILABLE,
+            }
         )
-    ]
-    return pd.DataFrame(lines).to_markdown(index=False, disable_numparse=True) if lines else ""
+    return ["## Linear runs (Table 2 protocol)", "", table_markdown(pd.DataFrame(lines)), ""]
 
 
-def timing_table(timing: pd.DataFrame) -> str:
-    """Published iterations/s and hours beside ours, with the device each run used."""
-    shown = timing.copy()
-    for column in ("published it/s", "ours it/s", "published hours", "ours hours"):
-        shown[column] = [NOT_AVAILABLE if math.isnan(value) else f"{value:.3g}" for value in timing[column]]
-    shown["iterations"] = [NOT_AVAILABLE if math.isnan(v) else str(int(v)) for v in timing["iterations"]]
-    shown["seeds"] = shown["seeds"].replace("", NOT_AVAILABLE)
-    return shown.to_markdown(index=False, disable_numparse=True)
-
-
-def _images(paths: Iterable[Path], relative_to: Path) -> list[str]:
-    return [f"![{path.stem}]({path.relative_to(relative_to).as_posix()})" for path in paths]
-
-
-def render(
-    paper: PublishedPaper,
-    frame: pd.DataFrame,
-    timing: pd.DataFrame,
-    loaded: list[LoadedResults],
-    tolerances: Tolerances,
-    *,
-    smoke: bool,
-    unplanned_rows: int = 0,
-    recipes: int = 0,
-    recall_plots: Mapping[tuple[str, str, str], Path] | None = None,
-    curve_plots: Mapping[str, Path] | None = None,
-    markdown_dir: Path | None = None,
-) -> str:
-    """The whole ``tables/<key>.md``; plot paths are linked relative to ``markdown_dir``."""
-    parts = [header(paper, loaded, tolerances, smoke, unplanned_rows, recipes)]
-    for table in paper.tables:
-        lines = frame[frame["table"] == table.id]
-        if lines.empty:
-            continue
-        parts += [f"## {table.id}: {table.caption}", "", comparison_table(lines), ""]
-        parts += published_notes(table, set(lines["row"]))
-        plots = [path for key, path in sorted((recall_plots or {}).items()) if key[0] == table.id]
-        if plots and markdown_dir is not None:
-            parts += [*_images(plots, markdown_dir), ""]
-    if frame.empty:
-        parts += ["No recipe targets a row of this paper yet, and no results exist.", ""]
-    if not timing.empty:
-        parts += ["## Training time", "", timing_table(timing), ""]
-    linear = linear_runs_table(loaded)
-    if linear:
-        parts += ["## Linear runs (Table 2 protocol)", "", linear, ""]
-    if curve_plots and markdown_dir is not None:
-        parts += ["## Training curves", "", *_images((curve_plots[k] for k in sorted(curve_plots)), markdown_dir), ""]
-    return "\n".join(parts)
+def render(inputs: PageInputs) -> str:
+    """The whole page."""
+    info = inputs.paper.paper
+    parts = [f"# Reproduction: {info.title} ({info.venue} {info.year})", ""]
+    if inputs.smoke:
+        parts += [SMOKE_BANNER, ""]
+        if any(isinstance(item.results, LinearResultsFile) for item in inputs.loaded):
+            parts += [LINEAR_SMOKE_BANNER, ""]
+    parts += summary_section(inputs)
+    parts += how_obtained(inputs)
+    for table in inputs.paper.tables:
+        parts += table_section(inputs, table)
+    parts += training_time_section(inputs)
+    parts += claims_section(inputs)
+    parts += linear_runs_section(inputs)
+    return "\n".join(parts).rstrip("\n") + "\n"

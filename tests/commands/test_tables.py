@@ -23,8 +23,10 @@ def test_tables_without_check_always_succeeds_and_writes_the_file(tmp_path, caps
     write_recipe(tmp_path / "reproduce")
     _result(tmp_path, 40.0)
     assert main(_args(tmp_path)) == 0
-    assert capsys.readouterr().out.strip() == str(tmp_path / "tables" / f"{PAPER_KEY}.md")
-    assert "| below" in (tmp_path / "tables" / f"{PAPER_KEY}.md").read_text()
+    written = [str(tmp_path / "tables" / name) for name in (f"{PAPER_KEY}.md", "README.md")]
+    assert capsys.readouterr().out.split() == written
+    assert "55.1 → 40.0 (−15.1) ▼" in (tmp_path / "tables" / f"{PAPER_KEY}.md").read_text()
+    assert (tmp_path / "tables" / f"{PAPER_KEY}.csv").is_file()
 
 
 def test_check_fails_below_published_and_keeps_the_previous_summary(tmp_path, capsys):

@@ -5,16 +5,22 @@ with the thinning noted. Also: finished runs are skipped by their settings hash,
 
 import json
 
+import pytest
 import yaml
 
 from dml_core.cli import main
 from dml_core.linear.reproduce import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
-from tests.tables.test_build import _table
+from dml_core.tables.long_form import read_long_form
 
 ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]
-TABLE2 = "## table2: Comparison of Different Methods on 15 Data Sets."
+
+
+def _long_form(path):
+    """Table 2 row -> its line of the long-form CSV the table builder wrote (what machines read)."""
+    frame = read_long_form(path)
+    return {line["row"]: line for line in frame[frame["table"] == "table2"].to_dict("records")}
 
 
 def _roots(tmp_path):
@@ -39,12 +45,12 @@ def test_smoke_reproduction_of_the_pinned_plans_writes_results_and_tables_then_s
 
     text = (tmp_path / "tables" / "smoke" / "anml.md").read_text()
     assert "NOT comparable with the paper" in text
-    lines = {line["row"]: line for line in _table(text, TABLE2)}
+    lines = _long_form(tmp_path / "tables" / "smoke" / "anml.csv")
     assert sorted(lines) == sorted(ROWS)
     for line in lines.values():
-        assert " ± " in line["published"] and " ± " in line["reproduced"]
+        assert line["published_std"] > 0 and line["samples"] == 2 and line["status"] == "n/a (smoke)"
         assert line["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
-    assert lines["lanml-plus-uci-iris"]["published"] == "99.89 ± 2.09"
+    assert (lines["lanml-plus-uci-iris"]["published"], lines["lanml-plus-uci-iris"]["published_std"]) == (99.89, 2.09)
     assert lines["pnca-uci-wine"]["note"].endswith("THINNED grid (grid-every 100: 1 point)")
     # The transcription's remarks on published values are listed under the table.
     remarks = text.split("Remarks on the published values:")[1].split("## ")[0]
@@ -91,7 +97,7 @@ def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(
     code = main(["tables", "--paper", "anml", *_roots(tmp_path), "--no-plots", "--check"])
     out = capsys.readouterr().out
     text = (tmp_path / "tables" / "anml.md").read_text()
-    lines = {line["row"]: line for line in _table(text, TABLE2)}
+    lines = _long_form(tmp_path / "tables" / "anml.csv")
     assert sorted(lines) == sorted(ROWS)  # the pinned plans' rows; those not measured here are "not run"
     assert {lines[row]["status"] for row in ("nca-uci-iris", "lanml-plus-uci-wine")} == {"not run"}
     below = sorted(row for row, line in lines.items() if line["status"] == "below")
@@ -100,9 +106,8 @@ def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(
     measured = lines["lanml-minus-uci-wine"]
     assert measured["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
     assert measured["note"].endswith("THINNED grid (grid-every 50: 1 point)")
-    delta = float(measured["reproduced"].split(" ± ")[0]) - 98.15
-    assert measured["delta"] == f"{delta:+.2f}"
-    assert "- Linear runs (Table 2 protocol, 4 results files)" in text
+    assert measured["delta"] == pytest.approx(measured["reproduced"] - 98.15)
+    assert "Results files: 4 (0 deep, 4 linear)" in text and "## Linear runs (Table 2 protocol)" in text
 
 
 def test_finished_runs_are_recognised_by_their_settings_hash(tmp_path):

@@ -93,8 +93,10 @@ def results_payload(
     iterations_per_second: float = 2.0,
     train_seconds: float = 7200.0,
     rule: str = "best_r1",
+    variant: str = "",
 ) -> dict:
-    """A complete results file; ``curve`` is the metrics of each evaluation (every 100 iterations)."""
+    """A complete results file; ``curve`` is the metrics of each evaluation (every 100 iterations); ``variant``:
+    the non-default readings it ran under, recorded as the recipe layer does (``recipe.content``)."""
     curve = curve or [{"R@1": 50.0, "R@2": 62.0, "NMI": 58.0}]
     evaluations = [
         {"iteration": 100 * (i + 1), "epoch": float(i + 1), "metrics": metrics, "seconds": 1.0}
@@ -104,7 +106,13 @@ def results_payload(
         "schema_version": SCHEMA_VERSION,
         "status": "complete",
         "created": "2026-01-01T00:00:00+00:00",
-        "recipe": {"id": recipe_id, "path": None, "sha256": "a" * 64, "overrides": [], "content": {}},
+        "recipe": {
+            "id": recipe_id,
+            "path": None,
+            "sha256": "a" * 64,
+            "overrides": [],
+            "content": {"variant": variant, "readings": dict(r.split("=") for r in variant.split("~") if r)},
+        },
         "paper": paper,
         "targets": targets if targets is not None else RECIPE["targets"],
         "dataset": "cub200",
@@ -138,9 +146,12 @@ def results_payload(
 
 
 def write_results_file(results_root: Path, payload: dict) -> Path:
-    """``<results_root>/[smoke/]<paper>/<id>-seed<seed>.json``, validated and written like the trainer does."""
+    """``<results_root>/[smoke/]<paper>/<id>[~<variant>]-seed<seed>.json``, validated and written like the trainer
+    does."""
     folder = results_root / ("smoke" if payload["smoke"] else "") / payload["paper"]
-    return write_results(folder / f"{payload['recipe']['id']}-seed{payload['seed']}.json", payload)
+    variant = payload["recipe"]["content"].get("variant")
+    name = payload["recipe"]["id"] + (f"~{variant}" if variant else "")
+    return write_results(folder / f"{name}-seed{payload['seed']}.json", payload)
 
 
 def linear_payload(

@@ -1,9 +1,10 @@
-"""tables/<key>.md end to end from synthetic results: header (selection, protocol, commit, GPU), the
-comparison with mean ± std, not-run rows, the training-time table, plots, and the smoke banner."""
+"""tables/<key>.md end to end from synthetic results: the summary first, how the numbers were obtained, the
+paper-shaped tables, the training-time table, one figure per table (deterministic bytes, stale per-row plots
+removed), the smoke banner, the linear runs, and the long form beside the page."""
 
 import pytest
 
-from dml_core.tables import build_paper_tables
+from dml_core.tables import build_paper_tables, read_long_form
 from dml_core.tables.tolerances import Tolerances
 from tests.tables import synthetic
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_recipe, write_results_file
@@ -12,29 +13,29 @@ TOLERANCES = Tolerances(default=1.5)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _build(tmp_path, smoke=False, draw_plots=True):
+def _build(tmp_path, smoke=False, draw_plots=True, key=PAPER_KEY):
     return build_paper_tables(
-        PAPER_KEY,
+        key,
         results_root=tmp_path / "results",
         tables_root=tmp_path / "tables",
         recipes_dir=tmp_path / "reproduce",
         tolerances=TOLERANCES,
         smoke=smoke,
-        papers_dir=write_papers_dir(tmp_path),
+        papers_dir=write_papers_dir(tmp_path) if key == PAPER_KEY else None,
         draw_plots=draw_plots,
     )
 
 
 def _table(text: str, heading: str) -> list[dict[str, str]]:
     """The pipe table under ``heading`` as one dict per line (column name -> cell text)."""
-    block = [line for line in text.split(heading)[1].split("\n\n")[1].splitlines()]
+    block = next(b for b in text.split(heading)[1].split("\n\n") if b.startswith("|")).splitlines()
     names = [cell.strip() for cell in block[0].strip("|").split("|")]
     return [dict(zip(names, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in block[2:]]
 
 
 @pytest.fixture
 def results(tmp_path):
-    write_recipe(tmp_path / "reproduce")
+    write_recipe(tmp_path / "reproduce", training={"iterations": 40000})
     write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
     for seed, r1 in ((0, 54.0), (1, 56.0)):
         curve = [{"R@1": r1 - 5, "R@2": 60.0, "NMI": 58.0}, {"R@1": r1, "R@2": 66.0 + seed * 2, "NMI": 60.0}]
@@ -42,62 +43,68 @@ def results(tmp_path):
     return tmp_path
 
 
-def test_the_markdown_says_how_the_numbers_were_obtained_and_compares_them(results):
+def test_the_page_reads_like_the_paper_with_our_numbers_beside_it(results):
     built = _build(results)
     assert built.markdown_path == results / "tables" / f"{PAPER_KEY}.md"
     text = built.markdown_path.read_text()
-    assert text.startswith("# Reproduction: A Synthetic Paper (TEST 2020)")
+    assert text.startswith("# Reproduction: A Synthetic Paper (TEST 2020)\n\n## Summary")
     assert "Smoke run" not in text
-    assert "best_r1: the evaluation with the best test R@1" in text
-    assert "cub200: single-set retrieval, self excluded by index, L2-normalised yes, Recall@K for K in [1, 2]" in text
-    assert "k-means faiss (20 iterations, seed 0), NMI arithmetic" in text
-    assert "`feedc0ffeefe`" in text and "NVIDIA H100" in text
-    assert "Published rows no recipe targets (not shown): 0." in text
-    assert "recipes under reproduce/damlrrm/: 2; results files: 2 (of 1 recipes)" in text
-    table1 = {(cells["row"], cells["metric"]): cells for cells in _table(text, "## table1: Retrieval on CUB")}
-    ours = table1[("ours-cub200", "R@1")]
-    assert (ours["seeds"], ours["published"], ours["reproduced"], ours["delta"]) == (
-        "0,1",
-        "55.1",
-        "55.00 ± 1.41",
-        "-0.10",
-    )
-    assert ours["status"] == "within tolerance"
-    assert table1[("ours-cub200", "R@2")]["published"] == "67.0"  # published numbers as printed
-    lifted = table1[("lifted-cub200", "R@1")]
-    assert (lifted["reproduced"], lifted["delta"], lifted["status"]) == ("—", "—", "not run")
-    [timing] = _table(text, "## Training time")
-    assert timing == {
-        "recipe": "ours-cub200", "dataset": "cub200", "device": "NVIDIA H100", "seeds": "0,1", "iterations": "200",
-        "published it/s": "0.84", "ours it/s": "2", "published hours": "13.2", "ours hours": "2",
+    assert _table(text, "## Summary")[0] == {
+        "table": "table1", "caption": "Retrieval on CUB", "our runs": "1 within · 1 not run", "published only": "0",
     }  # fmt: skip
-    assert f"![recall-table1-ours-cub200-ours-cub200]({PAPER_KEY}/recall-table1-ours-cub200-ours-cub200.png)" in text
-    assert f"![curve-ours-cub200]({PAPER_KEY}/curve-ours-cub200.png)" in text
+    assert _table(text, "## Summary")[1]["our runs"] == "1 timed"
+    assert "best_r1: the evaluation with the best test R@1" in text
+    assert (
+        "CUB-200-2011: single-set retrieval, self excluded by index, L2-normalised yes, Recall@K for K in [1, 2]"
+        in text
+    )
+    assert "k-means faiss (20 iterations, seed 0), NMI arithmetic" in text
+    assert "- Code: `feedc0f`" in text and "- Devices: NVIDIA H100" in text
+    assert "Runs planned: 2 deep-network runs (reproduce/damlrrm/), 0 linear runs" in text
+    lifted, ours = _table(text, "## table1: Retrieval on CUB")
+    assert lifted == {"method": "Lifted", "R@1": "43.6", "NMI": "56.5", "R@2": "—", "runs": "not run"}
+    assert ours == {"method": "OURS", "R@1": "55.1 → 55.0 ± 1.4 (−0.1) ✓", "NMI": "60.0 → 60.0 ± 0.0 (+0.0) ✓",
+                    "R@2": "67.0 → 67.0 ± 1.4 (+0.0) ✓", "runs": "2 seeds"}  # fmt: skip
+    [timing] = _table(text, "## table8: Training time")
+    assert timing == {
+        "method": "OURS", "paper: iterations/s": "0.84", "paper: training time": "13.2 h",
+        "ours: device": "NVIDIA H100", "ours: iterations/s": "2.00", "ours / paper": "2.4×",
+        "ours: projected training time": "5.6 h (40,000 iterations)",
+    }  # fmt: skip
+    assert "![table1](damlrrm/table1.png)" in text and "![table1-curves](damlrrm/table1-curves.png)" in text
+    assert read_long_form(built.long_form).equals(read_long_form(results / "tables" / f"{PAPER_KEY}.csv"))
 
 
-def test_plots_are_pngs_and_identical_numbers_give_identical_bytes(results):
+def test_one_figure_per_table_identical_numbers_identical_bytes_and_no_stale_plots(results):
+    stale = results / "tables" / PAPER_KEY / "recall-table1-ours-cub200-ours-cub200.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old per-row plot")
     _build(results)
     folder = results / "tables" / PAPER_KEY
     pngs = sorted(path.name for path in folder.glob("*.png"))
-    assert pngs == ["curve-ours-cub200.png", "recall-table1-ours-cub200-ours-cub200.png"]  # lifted: not run
+    assert pngs == ["table1-curves.png", "table1.png"]  # no figure for the timing table; the old plot is gone
     first = {name: (folder / name).read_bytes() for name in pngs}
     assert all(data.startswith(PNG_MAGIC) for data in first.values())
     _build(results)
     assert {name: (folder / name).read_bytes() for name in pngs} == first
 
 
-def test_smoke_tables_go_to_their_own_folder_with_the_banner(tmp_path):
+def test_smoke_pages_keep_their_banner_and_say_n_a_instead_of_below(tmp_path):
     write_recipe(tmp_path / "reproduce")
-    write_results_file(tmp_path / "results", results_payload(smoke=True, gpu=None))
-    built = _build(tmp_path, smoke=True, draw_plots=False)
+    write_results_file(tmp_path / "results", results_payload(smoke=True, gpu=None, curve=[{"R@1": 2.0, "R@2": 4.0}]))
+    built = _build(tmp_path, smoke=True)
     assert built.markdown_path == tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md"
     text = built.markdown_path.read_text()
     assert "**Smoke run: these numbers are NOT comparable with the paper.**" in text
-    assert "no GPU (cpu)" in text
-    assert not (tmp_path / "tables" / "smoke" / PAPER_KEY).exists()
+    assert "no GPU (cpu)" in text and "below" not in text.split("## table1")[1].split("\n\n")[1]
+    [_, ours] = _table(text, "## table1: Retrieval on CUB")
+    assert ours["R@1"] == "55.1 → 2.0 (smoke)"
+    assert _table(text, "## Summary")[0]["our runs"] == "1 ran (smoke)"
+    # One evaluation per run: no training curve is drawn (an empty chart says nothing).
+    assert sorted(p.name for p in (tmp_path / "tables" / "smoke" / PAPER_KEY).glob("*.png")) == ["table1.png"]
 
 
-def test_a_resumed_run_lists_the_commit_of_each_start(tmp_path):
+def test_a_resumed_run_lists_each_commit_once(tmp_path):
     write_recipe(tmp_path / "reproduce")
     payload = results_payload(commit="aaaaaaaaaaaaaaaa")
     payload["git"] = {
@@ -106,41 +113,31 @@ def test_a_resumed_run_lists_the_commit_of_each_start(tmp_path):
                      {"from": 500, "commit": "bbbbbbbbbbbbbbbb", "dirty": True}],
     }  # fmt: skip
     write_results_file(tmp_path / "results", payload)
+    write_results_file(tmp_path / "results", {**results_payload(seed=1, commit="aaaaaaaaaaaaaaaa")})
     text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
-    assert "- Git commit(s): `aaaaaaaaaaaa`, `bbbbbbbbbbbb` (dirty)" in text
+    assert "- Code: `aaaaaaa`, `bbbbbbb` (dirty)" in text
 
 
-def test_a_paper_with_nothing_yet_still_gets_a_file(tmp_path):
+def test_tables_with_nothing_run_collapse_to_one_line(tmp_path):
+    write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
     text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
-    assert "No recipe targets a row of this paper yet" in text and "not shown): 3." in text
+    assert "**table1**: Retrieval on CUB — not run yet (1 of 2 rows have a run planned)." in text
+    assert "## table1" not in text and "No deep-network runs yet" not in text  # the paper prints a timing table
 
 
-@pytest.mark.parametrize("smoke", [False, True])
-def test_linear_lines_show_the_published_std_a_note_and_their_runs(tmp_path, smoke):
-    synthetic.write_linear_file(tmp_path / "results", synthetic.linear_payload((96.0, 100.0, 98.0), smoke=smoke))
-    built = build_paper_tables(
-        "anml",
-        results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables",
-        recipes_dir=tmp_path / "reproduce",  # no recipes or plans: only the results file's row is shown
-        tolerances=TOLERANCES,
-        smoke=smoke,
-        draw_plots=True,
-    )
-    text = built.markdown_path.read_text()
-    [line] = _table(text, "## table2: Comparison of Different Methods on 15 Data Sets.")
-    assert line == {
-        "row": "lanml-plus-uci-iris", "method": "LANML+", "dataset": "uci:iris", "recipe": "lanml-plus-uci-iris",
-        "seeds": "0", "metric": "accuracy", "published": "99.89 ± 2.09", "reproduced": "98.00 ± 2.00",
-        "delta": "-1.89", "status": "below",
-        "note": "NOT the paper protocol: 3 splits (seeds 0..2), 5-fold CV, K rule test, THINNED grid (grid-every 5: "
-        "1 point)",
-    }  # fmt: skip
+def test_linear_runs_spell_methods_as_the_paper_and_say_how_they_ran(tmp_path):
+    payload = synthetic.linear_payload((96.0, 100.0, 98.0), row="lanml-minus-uci-iris")
+    payload.update(method="lanml_minus", method_name="LANML-")  # the runner's ASCII spelling
+    synthetic.write_linear_file(tmp_path / "results", payload)
+    text = _build(tmp_path, key="anml").markdown_path.read_text()
+    assert "LANML-" not in text and "LANML−" in text
     [run] = _table(text, "## Linear runs (Table 2 protocol)")
-    assert (run["run"], run["plan"], run["accuracy"], run["other K rule"], run["seconds"]) == (
-        "lanml-plus-uci-iris", "table2-iris", "98.00 ± 2.00", "cv: 90.00 ± 0.00", "0.3",
+    assert (run["method"], run["data set"], run["accuracy"], run["other K rule"], run["split time"]) == (
+        "LANML−", "Iris", "98.00 ± 2.00", "cv: 90.00 ± 0.00", "0.3 s",
     )  # fmt: skip
-    assert "Linear runs (Table 2 protocol, 1 results files)" in text
-    assert ("The linear (Table 2) smoke lines use the real data set" in text) is smoke
-    assert "## Training time" not in text and "## Training curves" not in text
-    assert not list(built.markdown_path.with_suffix("").glob("*.png"))  # no Recall@K, no training curve
+    iris = next(line for line in _table(text, "## table2: Comparison") if line["data set"] == "Iris")
+    # The Iris LANML rows link to the explanation of their gap (papers/anml/known_gaps.yaml).
+    assert iris["LANML−"].startswith("99.79 ± 2.09 → 98.00 ± 2.00 (−1.79) ▼ [why?](")
+    assert iris["LANML−"].endswith("reproduce/anml/table2_linear.md#full-protocol-results-so-far-tablesanmlmd)")
+    assert iris["runs"] == "3 splits (not the paper protocol)"
+    assert "**table3**" in text and "No deep-network runs yet; the paper prints no training time." in text

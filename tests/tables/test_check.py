@@ -1,5 +1,6 @@
-"""The nightly gate: below published or below the previous nightly (minus tolerance) fails, with the reason;
-the summary round-trips and refuses to compare smoke with full-scale numbers."""
+"""The nightly gate, read from the long-form CSV: below published or below the previous nightly (minus the
+gate: the tolerance, or the measured spread where larger) fails, saying which; the summary round-trips and
+refuses to compare smoke with full-scale numbers."""
 
 import json
 import math
@@ -8,18 +9,22 @@ import pandas as pd
 import pytest
 
 from dml_core.errors import InputError
-from dml_core.tables.check import check_paper, line_key, load_summary, summarize, write_summary
+from dml_core.tables.check import check_long_forms, check_paper, line_key, load_summary, summarize, write_summary
 from dml_core.tables.join import COLUMNS, status_of
+from dml_core.tables.long_form import write_long_form
 
 
-def _frame(*lines):
-    """Lines of (metric, published, reproduced); tolerance 1.5."""
+def _frame(*lines, spread=math.nan, basis="not measured"):
+    """Lines of (metric, published, reproduced); tolerance 1.5, gate the larger of it and ``spread``."""
     rows = []
+    gate, gate_basis = (spread, basis) if spread > 1.5 else (1.5, "tolerance")
     for metric, published, reproduced in lines:
         rows.append(
-            {"table": "table1", "row": "ours-cub200", "method": "OURS", "dataset": "cub200", "recipe": "r",
-             "seeds": "0", "metric": metric, "published": published, "reproduced": reproduced, "std": math.nan,
-             "delta": reproduced - published, "tolerance": 1.5, "status": status_of(published, reproduced, 1.5)}
+            {"table": "table1", "row": "ours-cub200", "method": "OURS", "dataset": "cub200", "quoted": False,
+             "recipe": "r", "variant": "", "seeds": "0", "unit": "seed", "samples": 1, "metric": metric,
+             "published": published, "published_std": math.nan, "reproduced": reproduced, "std": math.nan,
+             "spread": spread, "spread_basis": basis, "delta": reproduced - published, "tolerance": 1.5,
+             "gate": gate, "gate_basis": gate_basis, "status": status_of(published, reproduced, gate), "note": ""}
         )  # fmt: skip
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
@@ -30,6 +35,16 @@ def test_below_published_minus_tolerance_fails_and_says_why():
     assert [f.metric for f in failures] == ["R@1"]  # R@2 exactly at the edge passes; above never fails
     assert str(failures[0]) == (
         "damlrrm table1 ours-cub200 [r] R@1: 53.50 is below published 55.1 minus tolerance 1.5 (delta -1.60)"
+    )
+
+
+def test_a_measured_spread_larger_than_the_tolerance_is_the_gate_and_is_named():
+    frame = _frame(("R@1", 55.1, 53.5), ("R@2", 67.0, 64.0), spread=2.5, basis="std over 3 seeds")
+    failures = check_paper("damlrrm", frame, None, smoke=False)
+    assert [f.metric for f in failures] == ["R@2"]  # -1.6 is within 2.5; -3.0 is not
+    assert failures[0].reason == (
+        "64.00 is below published 67 minus the measured spread 2.50 (std over 3 seeds, above the tolerance 1.5) "
+        "(delta -3.00)"
     )
 
 
@@ -48,6 +63,18 @@ def test_smoke_numbers_are_compared_with_the_previous_smoke_nightly_only():
     assert check_paper("damlrrm", frame, None, smoke=True) == []
     previous = {line_key("table1", "ours-cub200", "r", "R@1"): 5.0}
     assert [f.metric for f in check_paper("damlrrm", frame, previous, smoke=True)] == ["R@1"]
+
+
+def test_the_gate_reads_the_long_form_csv(tmp_path):
+    path = write_long_form(tmp_path / "damlrrm.csv", _frame(("R@1", 55.1, 53.5), ("R@2", 67.0, 67.0)))
+    failures, values = check_long_forms({"damlrrm": path}, {}, smoke=False)
+    assert [f.metric for f in failures] == ["R@1"]
+    assert values == {"damlrrm": {"table1/ours-cub200/r/R@1": 53.5, "table1/ours-cub200/r/R@2": 67.0}}
+
+
+def test_a_run_under_other_readings_has_its_own_key():
+    frame = _frame(("R@1", 55.1, 54.0)).assign(variant="damlrrm.lr=1e-3")
+    assert summarize(frame) == {"table1/ours-cub200/r~damlrrm.lr=1e-3/R@1": 54.0}
 
 
 def test_the_summary_round_trips_and_guards_its_smoke_flag(tmp_path):

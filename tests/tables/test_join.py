@@ -1,5 +1,6 @@
-"""Joining results files to published rows: seeds pooled by hand-checked mean/std, statuses, not-run rows,
-training time, and the errors for inputs that do not fit together."""
+"""Joining results files to published rows: seeds pooled by hand-checked mean/std, statuses against the gate,
+not-run rows, readings on lines of their own, smoke lines without a status, and the errors for inputs that do
+not fit together."""
 
 import math
 
@@ -7,15 +8,15 @@ import pytest
 
 from dml_core.errors import InputError
 from dml_core.published import load_published
-from dml_core.output_paths import RECIPES_DIR
-from dml_core.tables.join import join, load_results_folder, planned_linear_targets, planned_targets, timing_frame
+from dml_core.tables.join import join, load_results_folder, run_variant
+from dml_core.tables.planned import load_plan
 from dml_core.tables.tolerances import Tolerances
 from tests.tables.synthetic import (
     PAPER_KEY,
     linear_payload,
     results_payload,
-    write_papers_dir,
     write_linear_file,
+    write_papers_dir,
     write_recipe,
     write_results_file,
 )
@@ -47,14 +48,26 @@ def test_seeds_pool_into_mean_and_sample_std_with_a_status_per_metric(tmp_path, 
     assert frame.loc["NMI", "reproduced"] == pytest.approx(57.2)
     assert frame.loc["NMI", "tolerance"] == 2.0
     assert list(frame["status"]) == ["within tolerance", "within tolerance", "below"]
-    assert set(frame["seeds"]) == {"0,1"}
-    assert set(frame["recipe"]) == {"ours-cub200"}
+    assert set(frame["seeds"]) == {"0,1"} and set(frame["samples"]) == {2} and set(frame["unit"]) == {"seed"}
+    assert set(frame["recipe"]) == {"ours-cub200"} and set(frame["variant"]) == {""}
+
+
+def test_the_gate_is_the_measured_spread_where_it_exceeds_the_tolerance(tmp_path, paper):
+    # R@1 over three seeds: 51, 55, 59 -> mean 55, sample std 4: a gap of -0.1 is within, and so is R@2's -3.0
+    # (std of 62, 64, 66 is 2 > 1.5); NMI's spread (0.1) is below its tolerance 2.0, so the tolerance gates it.
+    for seed, (r1, r2, nmi) in enumerate([(51.0, 62.0, 60.0), (55.0, 64.0, 60.1), (59.0, 66.0, 59.9)]):
+        write_results_file(tmp_path, results_payload(seed=seed, curve=[{"R@1": r1, "R@2": r2, "NMI": nmi}]))
+    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), TOLERANCES).set_index("metric")
+    assert (frame.loc["R@1", "spread"], frame.loc["R@1", "gate"]) == (pytest.approx(4.0), pytest.approx(4.0))
+    assert frame.loc["R@1", "gate_basis"] == "std over 3 seeds"
+    assert frame.loc["R@2", "status"] == "below"  # 64 vs 67.0: -3.0 is beyond the std of 2
+    assert (frame.loc["NMI", "gate"], frame.loc["NMI", "gate_basis"]) == (2.0, "tolerance")
 
 
 def test_rows_targeted_by_recipes_without_results_are_not_run(tmp_path, paper):
     recipes = tmp_path / "reproduce"
     write_recipe(recipes, id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
-    planned = planned_targets(recipes, PAPER_KEY)
+    planned = load_plan(recipes, PAPER_KEY).targets
     assert planned == {("table1", "lifted-cub200"): ["lifted-cub200"]}
     frame = join(paper, _two_seeds(tmp_path / "results"), TOLERANCES, planned)
     lifted = frame[frame["row"] == "lifted-cub200"]
@@ -63,27 +76,31 @@ def test_rows_targeted_by_recipes_without_results_are_not_run(tmp_path, paper):
     assert list(frame["row"].drop_duplicates()) == ["lifted-cub200", "ours-cub200"]  # published order
 
 
+def test_a_run_under_other_readings_is_a_line_of_its_own_after_the_default(tmp_path, paper):
+    write_results_file(tmp_path, results_payload(seed=0, curve=[{"R@1": 55.0, "R@2": 67.0, "NMI": 60.0}]))
+    other = results_payload(seed=0, curve=[{"R@1": 50.0, "R@2": 60.0, "NMI": 50.0}], variant="damlrrm.lr=1e-3")
+    write_results_file(tmp_path, other)
+    loaded = load_results_folder(tmp_path / PAPER_KEY, smoke=False)
+    assert sorted(run_variant(item.results) for item in loaded) == ["", "damlrrm.lr=1e-3"]
+    frame = join(paper, loaded, TOLERANCES)
+    r1 = frame[frame["metric"] == "R@1"]
+    assert list(zip(r1["variant"], r1["reproduced"], r1["status"], strict=True)) == [
+        ("", 55.0, "within tolerance"), ("damlrrm.lr=1e-3", 50.0, "below"),
+    ]  # fmt: skip
+
+
+def test_smoke_lines_get_no_status(tmp_path, paper):
+    write_results_file(tmp_path, results_payload(smoke=True, curve=[{"R@1": 2.0, "R@2": 4.0}]))
+    frame = join(paper, load_results_folder(tmp_path / "smoke" / PAPER_KEY, smoke=True), TOLERANCES, smoke=True)
+    assert list(frame["status"]) == ["n/a (smoke)", "n/a (smoke)", "not evaluated"]
+
+
 def test_a_published_metric_the_run_did_not_evaluate_is_not_evaluated(tmp_path, paper):
     write_results_file(tmp_path, results_payload(curve=[{"R@1": 55.0, "R@2": 67.0}]))
     frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), TOLERANCES).set_index("metric")
     assert frame.loc["NMI", "status"] == "not evaluated"
     assert frame.loc["R@1", "status"] == "within tolerance" and math.isnan(frame.loc["R@1", "std"])
-
-
-def test_training_time_sits_beside_the_published_numbers(tmp_path, paper):
-    write_results_file(tmp_path, results_payload(seed=0, iterations_per_second=1.0, train_seconds=3600.0))
-    write_results_file(tmp_path, results_payload(seed=1, iterations_per_second=3.0, train_seconds=10800.0))
-    loaded = load_results_folder(tmp_path / PAPER_KEY, smoke=False)
-    timing = timing_frame(paper, loaded).set_index("recipe")
-    line = timing.loc["ours-cub200"]
-    assert (line["published it/s"], line["published hours"]) == (0.84, 13.2)
-    assert (line["ours it/s"], line["ours hours"]) == (2.0, 2.0)
-    assert line["device"] == "NVIDIA H100" and line["iterations"] == 100
-
-
-def test_a_timing_row_whose_recipe_has_not_run_is_listed_as_not_run(tmp_path, paper):
-    timing = timing_frame(paper, [], {("table8", "ours-cub200"): ["ours-cub200"]})
-    assert list(timing["device"]) == ["not run"] and timing["ours it/s"].isna().all()
+    assert frame.loc["R@1", "spread_basis"] == "not measured"  # one seed, no per-query data
 
 
 def test_inputs_that_do_not_fit_are_errors_naming_the_file(tmp_path, paper):
@@ -118,6 +135,8 @@ def test_a_linear_run_shows_mean_and_std_over_its_splits_beside_the_published_me
     )  # fmt: skip
     assert (line["published"], line["published_std"]) == (99.89, 2.09)
     assert (line["reproduced"], line["std"]) == (98.0, 2.0)  # mean and sample std of 96, 100, 98
+    assert (line["unit"], line["samples"]) == ("split", 3)
+    assert line["spread"] == pytest.approx(2.0 / math.sqrt(3))  # the standard error of the 3-split mean
     assert line["delta"] == pytest.approx(-1.89) and line["status"] == "below"
     assert line["note"] == (
         "NOT the paper protocol: 3 splits (seeds 0..2), 5-fold CV, K rule test, THINNED grid (grid-every 5: 1 point)"
@@ -129,7 +148,7 @@ def test_two_seeds_of_a_linear_run_pool_all_their_splits(tmp_path):
     write_linear_file(tmp_path, linear_payload((98.0, 98.0), seed=1))
     frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES)
     [line] = frame.to_dict("records")
-    assert line["seeds"] == "0,1" and line["reproduced"] == 98.0
+    assert line["seeds"] == "0,1" and line["reproduced"] == 98.0 and line["samples"] == 4
     assert line["std"] == pytest.approx(math.sqrt(8.0 / 3.0))  # (4 + 4 + 0 + 0) / (4 - 1)
     assert line["note"] == (
         "NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test, THINNED grid (grid-every 5: 1 point); "
@@ -137,22 +156,7 @@ def test_two_seeds_of_a_linear_run_pool_all_their_splits(tmp_path):
     )
 
 
-def test_the_pinned_linear_plans_plan_iris_and_wine_rows_that_exist(tmp_path):
-    planned = planned_linear_targets(RECIPES_DIR, "anml")
-    methods = ("nca", "pnca", "lanml-plus", "lanml-minus")
-    assert planned == {("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for m in methods for d in ("iris", "wine")}
-    write_linear_file(tmp_path, linear_payload((100.0,) * 30, grid_every=1))
-    frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES, planned)
-    assert len(frame) == 8 and set(frame["metric"]) == {"accuracy"}
-    measured = frame[frame["row"] == "lanml-plus-uci-iris"].iloc[0]
-    assert measured["note"] == "30 splits (seeds 0..29), 5-fold CV, K rule test, paper grid (1 point)"
-    assert measured["status"] == "within tolerance"  # 100.00 vs 99.89
-    others = frame[frame["row"] != "lanml-plus-uci-iris"]
-    assert set(others["status"]) == {"not run"} and set(others["note"]) == {""}
-    assert not planned_linear_targets(RECIPES_DIR, "damlrrm")  # only anml has linear plans
-
-
-def test_deep_and_linear_results_share_one_folder_and_only_deep_runs_have_training_time(tmp_path):
+def test_deep_and_linear_results_share_one_folder(tmp_path):
     anml = load_published("anml")
     write_linear_file(tmp_path, linear_payload())
     deep = results_payload(
@@ -160,11 +164,10 @@ def test_deep_and_linear_results_share_one_folder_and_only_deep_runs_have_traini
         curve=[{"R@1": 66.0, "R@2": 78.0, "R@4": 86.0}],
     )  # fmt: skip
     write_results_file(tmp_path, deep)
-    loaded = load_results_folder(tmp_path / "anml", smoke=False)
-    frame = join(anml, loaded, TOLERANCES)
+    frame = join(anml, load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES)
     assert list(zip(frame["table"], frame["metric"], strict=True)) == [
         ("table2", "accuracy"), ("table4", "R@1"), ("table4", "R@2"), ("table4", "R@4"),
     ]  # fmt: skip
     assert set(frame[frame["table"] == "table4"]["note"]) == {""}
     assert frame[frame["table"] == "table4"]["published_std"].isna().all()
-    assert list(timing_frame(anml, loaded)["recipe"]) == ["danml-cub200"]
+    assert set(frame["quoted"]) == {False}

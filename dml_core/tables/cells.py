@@ -1,0 +1,85 @@
+"""One table cell: the published number as printed, and beside it what we reproduced, the gap and a status
+marker, e.g. ``55.1 → 53.2 ± 0.8 (−1.9) ✓``."""
+
+from __future__ import annotations
+
+import math
+
+from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WITHIN
+
+MARKERS = {WITHIN: "✓", BELOW: "▼", ABOVE: "▲"}
+LEGEND = (
+    "Cells: published → reproduced (gap) marker; ✓ within the gate, ▼ below, ▲ above it. The gate is the metric's "
+    "tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
+    "(± sample std, with the seed count in the runs column), or over splits for the linear Table 2 protocol "
+    "(± std over splits, as the paper prints it)."
+)
+MISSING = "—"
+
+
+def decimals(value: float) -> int:
+    """The decimals the paper printed (at least one).
+
+    >>> decimals(55.1), decimals(95.76), decimals(67.0), decimals(90.0)
+    (1, 2, 1, 1)
+    """
+    text = repr(float(value))
+    return max(1, len(text.split(".")[1])) if "." in text and "e" not in text else 1
+
+
+def signed(value: float, places: int) -> str:
+    """A gap with a true minus sign.
+
+    >>> signed(-1.94, 2), signed(0.18, 1), signed(0.0, 1)
+    ('−1.94', '+0.2', '+0.0')
+    """
+    text = f"{value:+.{places}f}"
+    return text.replace("-", "−")
+
+
+def published_text(value: float, std: float = math.nan) -> str:
+    """As printed (``67.0``, not ``67``), with the published ± when the paper prints one.
+
+    >>> published_text(99.89, 2.09), published_text(67.0), published_text(float("nan"))
+    ('99.89 ± 2.09', '67.0', '—')
+    """
+    if math.isnan(value):
+        return MISSING
+    return str(float(value)) if math.isnan(std) else f"{float(value)} ± {float(std)}"
+
+
+def reproduced_cell(published: float, published_std: float, status: str, reproduced: float, plus_minus: float) -> str:
+    """The cell of a published number a run targets.
+
+    >>> reproduced_cell(55.1, float("nan"), "below", 53.2, 0.8)
+    '55.1 → 53.2 ± 0.8 (−1.9) ▼'
+    >>> reproduced_cell(95.76, 1.89, "above", 98.0, 2.57)
+    '95.76 ± 1.89 → 98.00 ± 2.57 (+2.24) ▲'
+    >>> nan = float("nan")
+    >>> reproduced_cell(55.1, nan, "n/a (smoke)", 2.08, 0.06), reproduced_cell(55.1, nan, "not run", nan, nan)
+    ('55.1 → 2.1 ± 0.1 (smoke)', '55.1')
+    """
+    shown = published_text(published, published_std)
+    if status == NOT_RUN or math.isnan(published):
+        return shown
+    if status == NOT_EVALUATED:
+        return f"{shown} → not evaluated"
+    places = decimals(published)
+    ours = f"{reproduced:.{places}f}" + ("" if math.isnan(plus_minus) else f" ± {plus_minus:.{places}f}")
+    if status == SMOKE:
+        return f"{shown} → {ours} (smoke)"
+    return f"{shown} → {ours} ({signed(reproduced - published, places)}) {MARKERS[status]}"
+
+
+def runs_text(unit: str, samples: int, seeds: str) -> str:
+    """How many runs a reproduced number pools.
+
+    >>> runs_text("seed", 3, "0,1,2"), runs_text("seed", 1, "0")
+    ('3 seeds', '1 seed')
+    >>> runs_text("split", 30, "0"), runs_text("split", 60, "0,1")
+    ('30 splits', '60 splits (2 seeds)')
+    """
+    if unit == "split":
+        count = len(seeds.split(",")) if seeds else 0
+        return f"{samples} splits" + (f" ({count} seeds)" if count > 1 else "")
+    return f"{samples} seed{'s' if samples != 1 else ''}"

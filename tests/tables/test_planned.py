@@ -1,0 +1,31 @@
+"""What the recipe layer plans, as the tables read it: rows each run targets, schedules, linear plans."""
+
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.tables.planned import load_plan, planned_linear_targets
+from tests.tables.synthetic import PAPER_KEY, write_recipe
+
+
+def test_a_papers_runs_their_targets_and_schedules(tmp_path):
+    write_recipe(tmp_path)
+    write_recipe(tmp_path, id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}],
+                 training={"iterations": 40000})  # fmt: skip
+    plan = load_plan(tmp_path, PAPER_KEY)
+    assert plan.deep == {
+        ("table1", "lifted-cub200"): ["lifted-cub200"],
+        ("table1", "ours-cub200"): ["ours-cub200"],
+        ("table8", "ours-cub200"): ["ours-cub200"],
+    }
+    assert plan.schedules == {"lifted-cub200": 40000, "ours-cub200": 10}
+    assert plan.linear == {} and plan.deep_runs == {"lifted-cub200", "ours-cub200"}
+
+
+def test_a_paper_without_a_folder_plans_nothing(tmp_path):
+    plan = load_plan(tmp_path, PAPER_KEY)
+    assert (plan.deep, plan.linear, plan.schedules) == ({}, {}, {})
+
+
+def test_the_pinned_linear_plans_plan_iris_and_wine_rows_that_exist():
+    planned = planned_linear_targets(RECIPES_DIR, "anml")
+    methods = ("nca", "pnca", "lanml-plus", "lanml-minus")
+    assert planned == {("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for m in methods for d in ("iris", "wine")}
+    assert not planned_linear_targets(RECIPES_DIR, "damlrrm")  # only anml has linear plans
