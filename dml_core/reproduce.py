@@ -30,7 +30,7 @@ from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_f
 from dml_core.recipes.components import located_problems
 from dml_core.recipes.compose import RunDefinition
 from dml_core.results import load_results
-from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances
+from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.training.builders import data_root as resolve_data_root
 from dml_core.training.builders import transform_config
 
@@ -242,6 +242,7 @@ class PaperRun:
             papers_dir=self.papers_dir,
         )
         log(f"tables: {tables.markdown_path}")
+        log(f"tables: {write_index(self.tables_root, tolerances, self.smoke, self.papers_dir)}")
         return tables
 
 

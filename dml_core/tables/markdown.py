@@ -209,6 +209,35 @@ def known_gap_notes(inputs: PageInputs, table: PublishedTable, rows: set[str]) -
     return ["Known gaps (why?):", "", *notes, ""] if notes else []
 
 
+def _count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless one.
+
+    >>> _count(1, "reading"), _count(2, "reading")
+    ('1 reading', '2 readings')
+    """
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def rests_on_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
+    """The assumptions and readings the runs of ``table`` rest on (reproduce/<key>/assumptions.yaml), folded."""
+    assumptions, readings = inputs.plan.rests_on(table.id)
+    if not assumptions and not readings:
+        return []
+    source = _relative(inputs.root / "reproduce" / inputs.paper.paper.key / "assumptions.yaml", inputs.markdown_dir)
+    lines = [
+        f"<details><summary>What the runs of {table.id} rest on: {_count(len(assumptions), 'assumption')}, "
+        f'{_count(len(readings), "reading")} (<a href="{source}">assumptions.yaml</a>)</summary>',
+        "",
+    ]
+    for name, default in sorted(readings.items()):
+        others = [value for value in inputs.plan.reading_values.get(name, []) if value != default]
+        lines.append(
+            f"- reading `{name}`: `{default}` (default)" + (f"; also runnable: {', '.join(others)}" if others else "")
+        )
+    lines += [f"- `{key}`: {' '.join(text.split())}" for key, text in assumptions.items()]
+    return [*lines, "", "</details>", ""]
+
+
 def table_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
     """One published table: in the paper's shape with its figures, or one line when nothing of it is run."""
     lines = inputs.frame[inputs.frame["table"] == table.id]
@@ -221,11 +250,12 @@ def table_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
         planned = len(set(lines["row"]))
         state = f"not run yet ({planned} of {len(table.rows)} rows have a run planned)" if planned else (
             f"no run of ours targets its {len(table.rows)} rows")  # fmt: skip
-        return [f"**{table.id}**: {table.caption} — {state}.", ""]
+        return [f"**{table.id}**: {table.caption} — {state}.", "", *rests_on_section(inputs, table)]
     shown = paper_shaped(table, lines, inputs.gaps, inputs.markdown_dir, inputs.root)
     parts = [f"## {table.id}: {table.caption}", "", table_markdown(shown), ""]
     parts += known_gap_notes(inputs, table, set(lines["row"]))
     parts += published_notes(table, set(lines["row"]))
+    parts += rests_on_section(inputs, table)
     for figure in (inputs.figures.get(table.id), inputs.curves.get(table.id)):
         if figure is not None:
             parts += [f"![{figure.stem}]({_relative(figure, inputs.markdown_dir)})", ""]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dml_core.linear.plan import TABLE2_ID, linear_plan_paths, load_linear_plan, table2_row_id
-from dml_core.recipes.catalog import load_paper
+from dml_core.recipes.catalog import load_paper, recipe_files
 
 RowKey = tuple[str, str]  # (table id, row id)
 
@@ -22,6 +22,16 @@ class Plan:
     deep: dict[RowKey, list[str]] = field(default_factory=dict)
     linear: dict[RowKey, list[str]] = field(default_factory=dict)
     schedules: dict[str, int | None] = field(default_factory=dict)
+    assumptions: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> {assumption id: text}
+    readings: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> {reading: its default value}
+    reading_values: dict[str, list[str]] = field(default_factory=dict)  # reading -> its values
+
+    def rests_on(self, table: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The assumptions (id -> text) and readings (name -> default) of the deep runs targeting ``table``."""
+        runs = [run for (table_id, _), ids in self.deep.items() if table_id == table for run in ids]
+        assumptions = {i: text for run in runs for i, text in self.assumptions.get(run, {}).items()}
+        readings = {name: value for run in runs for name, value in self.readings.get(run, {}).items()}
+        return assumptions, readings
 
     @property
     def targets(self) -> dict[RowKey, list[str]]:
@@ -42,13 +52,22 @@ def load_plan(recipes_dir: str | Path, key: str) -> Plan:
     folder = Path(recipes_dir) / key
     deep: dict[RowKey, list[str]] = defaultdict(list)
     schedules: dict[str, int | None] = {}
-    if folder.is_dir():
-        for run in load_paper(key, Path(recipes_dir)).runs:
+    assumptions: dict[str, dict[str, str]] = {}
+    readings: dict[str, dict[str, str]] = {}
+    values: dict[str, list[str]] = {}
+    if folder.is_dir() and recipe_files(folder):
+        paper = load_paper(key, Path(recipes_dir))
+        if paper.assumptions:
+            values = {name: list(reading.values) for name, reading in paper.assumptions.readings.items()}
+        for run in paper.runs:
             recipe = run.recipe()
             schedules[recipe.id] = recipe.training.iterations
+            assumptions[recipe.id] = dict(recipe.assumptions)
+            readings[recipe.id] = dict(recipe.readings)
             for target in recipe.targets:
                 deep[(target.table, target.row)].append(recipe.id)
-    return Plan(dict(deep), planned_linear_targets(recipes_dir, key), schedules)
+    linear = planned_linear_targets(recipes_dir, key)
+    return Plan(dict(deep), linear, schedules, assumptions, readings, values)
 
 
 def planned_linear_targets(recipes_dir: str | Path, key: str) -> dict[RowKey, list[str]]:

@@ -29,3 +29,11 @@ def test_the_pinned_linear_plans_plan_iris_and_wine_rows_that_exist():
     methods = ("nca", "pnca", "lanml-plus", "lanml-minus")
     assert planned == {("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for m in methods for d in ("iris", "wine")}
     assert not planned_linear_targets(RECIPES_DIR, "damlrrm")  # only anml has linear plans
+
+
+def test_a_table_lists_the_assumptions_and_readings_its_runs_rest_on():
+    plan = load_plan(RECIPES_DIR, "damlrrm")
+    assumptions, readings = plan.rests_on("table7")  # OURS 2 and Full PPs: one PK stream, no shuffled pool
+    assert readings == {"damlrrm.lr": "1e-4"} and plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
+    assert "one-stream-batch" in assumptions and "shuffled-pool-half" not in assumptions
+    assert "shuffled-pool-half" in plan.rests_on("table1")[0]
