@@ -89,10 +89,8 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
     # car_ims/ may sit next to the .mat (the original layout) or anywhere the user extracted it.
     candidates = [mat_path.parent, dataset_dir] + [path.parent for path in find_files(dataset_dir, "car_ims")]
     base = resolve_image_base(candidates, entries[0][0], DATASET, mat_path, dataset_dir)
-    return [
-        IndexRow(relative_to(base / path, dataset_dir), label, published_split(label, LAST_TRAIN_CLASS))
-        for path, label in entries
-    ]
+    in_index = relative_to(base, dataset_dir)
+    return [IndexRow(in_index(path), label, published_split(label, LAST_TRAIN_CLASS)) for path, label in entries]
 
 
 def build_index(dataset_dir: Path) -> list[IndexRow]:

@@ -58,7 +58,7 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
             f"{DATASET}: {images_txt} and {labels_txt} list different image ids (e.g. {only}); "
             f"both must come from the same CUB_200_2011 release"
         )
-    image_dir = images_txt.parent / "images"
+    in_index = relative_to(images_txt.parent / "images", dataset_dir)
     rows = []
     for image_id, path in paths.items():
         try:
@@ -67,9 +67,7 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
             raise InputError(
                 f"{DATASET}: {labels_txt}: image {image_id}: expected an int class id, found {labels[image_id]!r}"
             ) from None
-        rows.append(
-            IndexRow(relative_to(image_dir / path, dataset_dir), label, published_split(label, LAST_TRAIN_CLASS))
-        )
+        rows.append(IndexRow(in_index(path), label, published_split(label, LAST_TRAIN_CLASS)))
     check_path_classes(DATASET, rows, labels_txt, class_of_path, "class folder", "001.Black_footed_Albatross")
     return rows
 

@@ -65,10 +65,8 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
     candidates = [listing.parent, listing.parent.parent, dataset_dir]
     candidates += [path.parent for path in find_files(dataset_dir, "img") if path.is_dir()]
     base = resolve_image_base(candidates, entries[0][0], DATASET, listing, dataset_dir)
-    rows = [
-        IndexRow(relative_to(base / path, dataset_dir), item_label(item, listing), status)
-        for path, item, status in entries
-    ]
+    in_index = relative_to(base, dataset_dir)
+    rows = [IndexRow(in_index(path), item_label(item, listing), status) for path, item, status in entries]
     check_path_classes(DATASET, rows, listing, item_of_path, "item folder", "id_00000002", what="item_id")
     return rows
 

@@ -6,7 +6,8 @@ linked in), so sources look a few levels deep instead of assuming one layout.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from dml_core.errors import InputError
@@ -84,9 +85,16 @@ def check_images_exist(dataset: str, dataset_dir: Path, relative_paths: Sequence
         )
 
 
-def relative_to(path: Path, dataset_dir: Path) -> str:
-    """``path`` relative to the dataset folder, as stored in the index (POSIX separators)."""
-    return path.relative_to(dataset_dir).as_posix()
+def relative_to(folder: Path, dataset_dir: Path) -> Callable[[str], str]:
+    """A function taking an annotation's image path (relative to ``folder``) to the path the index stores: relative
+    to the dataset folder, POSIX separators. It joins strings: a Path per image costs ~10 us, and every load
+    re-reads SOP's 120,053 entries.
+
+    >>> relative_to(Path("/d/Stanford_Online_Products"), Path("/d"))("bicycle_final/1_0.JPG")
+    'Stanford_Online_Products/bicycle_final/1_0.JPG'
+    """
+    prefix = Path(folder).relative_to(dataset_dir).as_posix()
+    return lambda path: posixpath.normpath(posixpath.join(prefix, path))
 
 
 def read_table(path: Path, dataset: str, columns: int, skip: int = 0) -> list[list[str]]:

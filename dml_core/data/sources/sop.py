@@ -8,7 +8,7 @@ wrong file is refused; each class lies in one super-class folder (``bicycle_fina
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from dml_core.data.index import IndexRow
 from dml_core.data.sources.identity import check_published_split
@@ -33,7 +33,7 @@ class _SuperClasses:
         self.folder_of_class: dict[int, str] = {}
 
     def add(self, listing: Path, line_number: int, class_id: int, super_class: int, path: str) -> None:
-        folder = PurePosixPath(path).parts[0]
+        folder = path.split("/", 1)[0]
         where = f"{DATASET}: {listing}: line {line_number}"
         known_folder = self.folder_of_super.setdefault(super_class, folder)
         if known_folder != folder:
@@ -61,6 +61,7 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
     for split, filename in SPLIT_FILES.items():
         listing = require_one(dataset_dir, filename, DATASET, EXPECTED)
         listed = []
+        in_index = relative_to(listing.parent, dataset_dir)
         for line_number, (_image_id, class_id, super_class, path) in enumerate(
             read_table(listing, DATASET, 4, skip=1), start=2
         ):
@@ -72,7 +73,7 @@ def read_layout(dataset_dir: Path) -> list[IndexRow]:
                     f"found {class_id!r} {super_class!r}"
                 ) from None
             super_classes.add(listing, line_number, label, super_id, path)
-            listed.append(IndexRow(relative_to(listing.parent / path, dataset_dir), label, split))
+            listed.append(IndexRow(in_index(path), label, split))
         check_published_split(DATASET, listed, listing, LAST_TRAIN_CLASS)
         rows.extend(listed)
     return rows
