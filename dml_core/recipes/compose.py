@@ -23,7 +23,10 @@ settings}}``: one run per combination, axes in order) and settings, assumptions 
 
 Settings apply in this order, later winning: the extends chain (base first), the file, the entry, each axis in
 order, then the chosen value of each reading (its default unless asked). Mappings merge key by key; lists and
-scalars replace; assumptions accumulate and a reading's patches are those of its nearest declaration.
+scalars replace; assumptions accumulate, and so do a reading's patches (every declaration lists every value; a
+value's patches apply in declaration order, so a file may add to what its base's patch changes). A layer that
+switches a component (``loss.name``, ``loss.params.base``, ``sampler.name``, ``model.head.name``) drops the
+parameters of the component it replaces.
 """
 
 from __future__ import annotations
@@ -65,8 +68,8 @@ class Layered:
     tree: dict[str, Any] = field(default_factory=dict)
     origins: dict[tuple[str, ...], str] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
-    readings: dict[str, dict[str, Patch]] = field(default_factory=dict)
-    reading_origins: dict[str, str] = field(default_factory=dict)  # where each reading's patches were declared
+    readings: dict[str, dict[str, list[Patch]]] = field(default_factory=dict)  # name -> value -> patches, in order
+    reading_origins: dict[str, str] = field(default_factory=dict)  # where each reading was first declared
 
     def copy(self) -> Layered:
         return copy.deepcopy(self)
@@ -90,10 +93,16 @@ class Layered:
         for name, patches in readings.items():
             if not isinstance(patches, Mapping) or not all(isinstance(p, Mapping) for p in patches.values()):
                 raise InputError(f"{origin}: field readings.{name}: expected {{value: settings}}, found {patches!r}")
-            self.reading_origins[name] = origin
-            self.readings[name] = {
-                str(value): (dict(patch), f"{origin}: readings.{name}.{value}") for value, patch in patches.items()
-            }
+            values = {str(value): patch for value, patch in patches.items()}
+            earlier = self.readings.setdefault(name, {value: [] for value in values})
+            if set(values) != set(earlier):
+                raise InputError(
+                    f"{origin}: field readings.{name}: expected the values of its declaration in "
+                    f"{self.reading_origins[name]} ({', '.join(earlier)}), found {', '.join(values)}"
+                )
+            self.reading_origins.setdefault(name, origin)
+            for value, patch in values.items():
+                earlier[value].append((dict(patch), f"{origin}: readings.{name}.{value}"))
 
     def _drop_replaced_parameters(self, settings: Mapping[str, Any]) -> None:
         for name_path, parameter_paths in COMPONENT_PARAMETERS.items():
@@ -147,8 +156,8 @@ class RunDefinition:
         chosen = {}
         for name, patches in list(layered.readings.items()):
             value = (choices or {}).get(name, self.default_reading(name))
-            patch, origin = patches[value]
-            layered.add(patch, origin)
+            for patch, origin in patches[value]:  # every declaration's patch, base first
+                layered.add(patch, origin)
             chosen[name] = value
         for override in overrides:
             merge(layered.tree, parse_override(override), "--set", layered.origins)

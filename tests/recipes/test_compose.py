@@ -154,3 +154,18 @@ def test_a_recipe_of_ones_own_states_its_assumptions_as_sentences(tmp_path):
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(mine))
     recipe = run_of_file(tmp_path / "mine.yaml").recipe()
     assert recipe.assumptions == {"1": "My own sentence."} and recipe.readings == {}
+
+
+def test_a_file_adds_to_the_patch_its_base_declares_for_a_reading_value(tmp_path):
+    child = {
+        "extends": "base.yaml",
+        "readings": {"damlrrm.lr": {"1e-4": {}, "1e-3": {"optimizer.weight_decay": 0.01}}},
+        "runs": [{"id": "x", "targets": ["t/x"]}],
+    }
+    bad = {**child, "readings": {"damlrrm.lr": {"1e-3": {}}}}
+    folder = _paper(tmp_path, {"base.yaml": BASE, "c.yaml": child, "bad.yaml": bad})
+    literal = run_of_file(folder / "c.yaml").recipe({"damlrrm.lr": "1e-3"})
+    assert (literal.optimizer.lr, literal.optimizer.weight_decay) == (1.0e-3, 0.01)
+    assert run_of_file(folder / "c.yaml").recipe().optimizer.weight_decay == 0.0
+    with pytest.raises(InputError, match=r"bad\.yaml: field readings\.damlrrm\.lr: expected the values of its"):
+        run_of_file(folder / "bad.yaml")

@@ -1,0 +1,124 @@
+"""The readings of issue 24, as the pinned recipes wire them: each value changes what a run does in the way its
+description in reproduce/<key>/assumptions.yaml says (built from the real recipes, not from hand-set parameters)."""
+
+import numpy as np
+import pytest
+import torch
+
+from dml_core.data import load_split
+from dml_core.losses.cgml import rbf_adjacency
+from dml_core.recipes import find_run, smoke_version
+from dml_core.training import builders
+from dml_core.training.setup import build_run
+
+
+def _recipe(reference, **choices):
+    return find_run(reference).recipe(choices)
+
+
+@pytest.fixture(scope="module")
+def embedded_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    load_split("embedded", root, "train")
+    return root
+
+
+def _cub_like_labels(classes=100, per_class=59):
+    return np.repeat(np.arange(classes), per_class)
+
+
+@pytest.mark.parametrize(("value", "seen_fraction"), [("whole", 1.0), ("half", 0.5)])
+def test_damlrrm_shuffled_pool_whole_sees_every_training_image_half_sees_half(value, seen_fraction):
+    recipe = _recipe("damlrrm/ours-cub200", **{"damlrrm.shuffled-pool": value})
+    labels = _cub_like_labels()
+    sampler = builders.build_sampler(recipe, labels)
+    neat = sampler.group_sizes[0]
+    seen = set()
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for batch in sampler.epoch_batches():
+            seen.update(batch[neat:])
+    assert len(seen) / len(labels) == pytest.approx(seen_fraction, abs=0.01)
+
+
+def test_cgml_baselines_train_on_one_batch_of_130_and_cgml_on_two_draws():
+    labels = _cub_like_labels()
+    baseline = builders.build_sampler(_recipe("cgml/triplet-cub200"), labels)
+    assert baseline.group_sizes == (130,)
+    batch = baseline.epoch_batches()[0]
+    assert np.unique(labels[batch], return_counts=True)[1].tolist() == [10] * 13
+    earlier = builders.build_sampler(_recipe("cgml/triplet-cub200", **{"cgml.baseline-batch": "two-batches"}), labels)
+    assert earlier.group_sizes == (130, 130)
+    assert builders.build_sampler(_recipe("cgml/cgml-triplet-cub200"), labels).group_sizes == (130, 130)
+
+
+def _repeat_share(recipe, labels) -> float:
+    sampler = builders.build_sampler(recipe, labels)
+    shares = [len(set(b[:130]) & set(b[130:])) / 130 for b in sampler.epoch_batches()]
+    return float(np.mean(shares))
+
+
+def test_cgml_disjoint_draws_share_no_image_where_the_classes_allow():
+    labels = _cub_like_labels()
+    independent = _repeat_share(_recipe("cgml/cgml-triplet-cub200"), labels)
+    disjoint = _repeat_share(_recipe("cgml/cgml-triplet-cub200", **{"cgml.graphs": "disjoint-batches"}), labels)
+    assert 0.1 < independent < 0.25 and disjoint == 0.0  # 10 of 59 images drawn twice: about 1/6 shared
+
+
+def test_cgml_small_classes_keep_only_classes_with_enough_images_when_asked():
+    labels = np.repeat(np.arange(60), np.tile([3, 12], 30))  # SOP-like: half the classes have 3 images
+    recipe = _recipe("cgml/triplet-sop", **{"cgml.small-classes": "enough-images"})
+    batches = builders.build_sampler(recipe, labels).epoch_batches()
+    assert all(np.bincount(labels[b]).max() == 10 and set(np.unique(labels[b]) % 2) == {1} for b in batches)
+    repeated = builders.build_sampler(_recipe("cgml/triplet-sop"), labels).epoch_batches()
+    assert any(set(np.unique(labels[b]) % 2) == {0, 1} for b in repeated)
+
+
+def _npair_loss(recipe):
+    return builders.build_loss_for(recipe, num_classes=13, embedding_dim=512, group_sizes=(130, 130))
+
+
+def test_cgml_npair_makes_every_sample_an_anchor_by_default():
+    assert _npair_loss(_recipe("cgml/cgml-npair-cub200")).base.anchors == "all"
+    assert _npair_loss(_recipe("cgml/npair-cub200")).base.anchors == "all"
+    earlier = _recipe("cgml/cgml-npair-cub200", **{"cgml.npair-anchors": "one-per-class"})
+    assert _npair_loss(earlier).base.anchors == "one_per_class"
+
+
+def test_cgml_kernel_keeps_a_graph_at_npair_scale_where_the_raw_reading_has_none():
+    generator = torch.Generator().manual_seed(0)
+    centres = torch.randn(13, 64, generator=generator)
+    x = (centres.repeat_interleave(10, 0) + 0.7 * torch.randn(130, 64, generator=generator)) * 9 / 8  # norm ~9
+    within = torch.block_diag(*[torch.ones(10, 10)] * 13).bool() & ~torch.eye(130, dtype=torch.bool)
+    spreads = {}
+    for value in ("normalized", "median", "raw"):
+        loss = _npair_loss(_recipe("cgml/cgml-npair-cars196", **{"cgml.kernel": value}))
+        x1, _, sigma = loss.graph_inputs(x, x)
+        spreads[value] = rbf_adjacency(x1, sigma)[within].mean().item()
+    assert spreads["normalized"] > 0.05 and spreads["median"] > 0.05
+    assert spreads["raw"] < 1e-12  # sigma = 1 at norm 9: S is the identity
+
+
+def test_drml_paper_text_freezes_bn_and_starts_the_updater_as_the_identity(embedded_root):
+    recipe = smoke_version(_recipe("drml/drml-pa-cub200"))
+    torch.manual_seed(0)
+    parts = build_run(recipe, embedded_root, torch.device("cpu"))
+    parts.model.train()
+    norms = [m for m in parts.model.backbone.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    assert norms and not any(m.training for m in norms)
+    assert not any(p.requires_grad for m in norms for p in m.parameters())
+    head = parts.model.head
+    dim = head.updater.weight.shape[0]
+    assert torch.equal(head.updater.weight, torch.cat([torch.eye(dim), torch.zeros(dim, dim)], dim=1))
+    assert head.normalize_nodes and head.node_input == "whole"
+
+
+def test_drml_official_code_follows_the_released_code_point_by_point():
+    pa = _recipe("drml/drml-pa-cub200", **{"drml.source": "official-code"})
+    assert (pa.optimizer.name, pa.optimizer.lr, pa.sampler.params["batch_size"]) == ("adamw", 5e-5, 180)
+    assert pa.loss.params["base_params"] == {"alpha": 64.0, "delta": 0.2} and pa.loss.params["lambda_recon"] == 1.0
+    assert pa.model.pooling == "avg+max" and pa.model.head.params["node_input"] == "chunks"
+    assert (pa.schedule.name, pa.schedule.step_size, pa.training.epochs) == ("step", 10, 61)
+    baseline = _recipe("drml/proxyanchor-cub200", **{"drml.source": "official-code"})
+    assert (baseline.optimizer.lr, baseline.loss.lr_multiplier, baseline.loss.params["alpha"]) == (1e-4, 100.0, 32.0)
+    assert pa.variant == baseline.variant == "drml.source=official-code"
