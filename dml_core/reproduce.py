@@ -3,7 +3,9 @@
 For one paper: expand the runs of ``reproduce/<key>/*.yaml`` (``dml_core.recipes``) under the chosen readings,
 check every run's component parameters and that their datasets and weight files are on this machine (saying how
 to prepare what is missing), train every run x seed (resumable: a run whose results file matches the recipe's
-content hash is skipped, an interrupted one continues from its checkpoint), then build the tables.
+content hash is skipped, an interrupted one continues from its checkpoint; ``rerun=True`` trains finished runs
+again and replaces each results file once the new one is complete), then build the tables. Each run's log line
+gives an ETA for the runs left, from the pace of those this invocation trained.
 ``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
@@ -21,6 +23,7 @@ from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from dml_core.eta import RunClock
 from dml_core.linear.plan import linear_plan_paths
 from dml_core.linear.reproduce import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
@@ -29,10 +32,10 @@ from dml_core.recipe import Recipe, smoke_version
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.components import located_problems
 from dml_core.recipes.compose import RunDefinition
-from dml_core.results import load_results
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.training.builders import data_root as resolve_data_root
 from dml_core.training.builders import transform_config
+from dml_core.training.trainer import is_finished_run
 
 
 @dataclass(frozen=True)
@@ -163,10 +166,9 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
 
 
 def is_finished(plan: PlannedRun) -> bool:
-    """A results file for exactly this recipe (same content hash, so the same seed and smoke settings) exists."""
-    if not plan.results_path.is_file():
-        return False
-    return load_results(plan.results_path).recipe.sha256 == plan.recipe.content_hash()
+    """A results file for exactly this recipe (same content hash, so the same seed and smoke settings) exists
+    (whether or not its checkpoint was kept)."""
+    return is_finished_run(plan.results_path, plan.recipe)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ class PaperRun:
     linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
     pipeline: str | None = None  # "pil" or "cache" for every deep recipe's data.pipeline; None: as the recipe says
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
+    rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
 
     def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -228,6 +231,7 @@ class PaperRun:
             device=self.device,
             progress=self.progress,
             results_path=plan.results_path,
+            rerun=self.rerun,
         )
 
     def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables:
@@ -264,21 +268,31 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
         log = _quiet
     plans, linear_runs, tolerances = paper.preflight()
     report = ReproduceReport()
-    for number, plan in enumerate(plans, start=1):
-        if is_finished(plan):
-            log(f"[{number}/{len(plans)}] {plan.name}: finished earlier ({plan.results_path}), skipped")
+    to_train = [paper.rerun or not is_finished(plan) for plan in plans]
+    clock = RunClock()
+    for number, (plan, train_it) in enumerate(zip(plans, to_train, strict=True), start=1):
+        prefix = f"[{number}/{len(plans)}] {plan.name}"
+        if not train_it:
+            log(f"{prefix}: finished earlier ({plan.results_path}), skipped")
             report.skipped.append(plan.name)
             continue
-        log(f"[{number}/{len(plans)}] {plan.name}: training{' (smoke)' if plan.smoke else ''} in {plan.run_dir}")
+        again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
+        eta = clock.eta(sum(to_train[number - 1 :]))  # this run and the ones after it
+        log(f"{prefix}: training{again}{' (smoke)' if plan.smoke else ''} in {plan.run_dir}{eta}")
+        clock.start()
         try:
             paper.train(plan)
         except NonFiniteError as error:
-            log(f"[{number}/{len(plans)}] {plan.name}: FAILED: {error}")
+            log(f"{prefix}: FAILED: {error}")
             report.failed[plan.name] = str(error)
             continue
+        finally:
+            clock.stop()
         report.trained.append(plan.name)
     if main_process:
-        trained, skipped = reproduce_linear(linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log)
+        trained, skipped = reproduce_linear(
+            linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log, rerun=paper.rerun
+        )
         report.trained += trained
         report.skipped += skipped
         report.tables = paper.build_tables(tolerances, log)

@@ -3,11 +3,21 @@ and every missing dataset and weight file with how to get it, and (slow) a whole
 synthetic paper through ``dml reproduce``, run twice: the second run skips the finished work, also after its
 prose was reworded."""
 
+import dataclasses
+
 import pytest
 
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.reproduce import PaperRun, is_finished, missing_inputs, paper_runs, plan_runs, reproduce_paper
+from dml_core.reproduce import (
+    PaperRun,
+    is_finished,
+    missing_inputs,
+    paper_runs,
+    plan_runs,
+    reproduce,
+    reproduce_paper,
+)
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
@@ -104,6 +114,31 @@ def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch
     assert not (tmp_path / "runs").exists()
 
 
+def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(tmp_path, monkeypatch):
+    write_recipe(tmp_path / "reproduce")
+    write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
+    plans = _plans(tmp_path, seeds=[0, 1], smoke=True)  # lifted 0, lifted 1, ours 0, ours 1
+    trained = []
+    monkeypatch.setattr(PaperRun, "preflight", lambda self: (plans, [], None))
+    monkeypatch.setattr(PaperRun, "train", lambda self, plan: trained.append(plan.name))
+    monkeypatch.setattr(PaperRun, "build_tables", lambda self, tolerances, log: None)
+    monkeypatch.setattr("dml_core.reproduce.is_finished", lambda plan: plan is plans[1])
+    paper = PaperRun(
+        PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+    )  # fmt: skip
+    lines = []
+    report = reproduce(paper, log=lines.append)
+    assert report.skipped == ["lifted-cub200 seed 1"] and trained == ["lifted-cub200 seed 0", *report.trained[1:]]
+    assert lines[0].startswith("[1/4] lifted-cub200 seed 0: training (smoke) in ") and "ETA" not in lines[0]
+    assert lines[1] == f"[2/4] lifted-cub200 seed 1: finished earlier ({plans[1].results_path}), skipped"
+    assert "(ETA " in lines[2] and ": 2 runs left at " in lines[2]  # this run and the next, at the pace so far
+    assert "(ETA " in lines[3] and ": 1 run left at " in lines[3]
+    trained.clear()
+    report = reproduce(dataclasses.replace(paper, rerun=True), log=lines.append)
+    assert report.skipped == [] and trained == [plan.name for plan in plans]
+
+
 def _smoke_paper_args(tmp_path) -> list[str]:
     """``dml reproduce`` arguments for a smoke run of one tiny recipe, everything under ``tmp_path``."""
     write_recipe(tmp_path / "reproduce", **TINY_SMOKE)
@@ -124,8 +159,16 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
     text = (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").read_text()
     assert "NOT comparable with the paper" in text and "OURS" in text
     assert list((tmp_path / "tables" / "smoke" / PAPER_KEY).glob("*.png")), "the table's figures"
+    run_dir = tmp_path / "runs" / "smoke" / PAPER_KEY / "ours-cub200-seed0"
+    assert run_dir.is_dir() and not (run_dir / "checkpoint.pt").exists(), "a finished smoke run keeps no checkpoint"
     assert main(args) == 0
     assert "0 trained, 1 skipped" in capsys.readouterr().out
+    results_path = tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json"
+    written = results_path.stat().st_ino
+    assert main([*args, "--rerun"]) == 0  # fresh numbers: trained again, the file replaced
+    out = capsys.readouterr().out
+    assert "ours-cub200 seed 0: training again (--rerun) (smoke)" in out and "1 trained, 0 skipped" in out
+    assert results_path.stat().st_ino != written
     # Rewording the prose (description, assumptions) leaves the finished run finished; a learning rate does not.
     write_recipe(tmp_path / "reproduce", **TINY_SMOKE, description="Reworded.", assumptions=["A new sentence."])
     (plan,) = _plans(tmp_path, smoke=True)

@@ -25,16 +25,25 @@ def add_parser(subparsers) -> None:
         "reproduce",
         help=SUMMARY,
         description="Check that the datasets and weight files of reproduce/KEY/*.yaml are here, train each "
-        "recipe x seed (interrupted runs resume, finished ones are skipped), write results/KEY/<id>-seed<N>.json "
-        "and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml Table 2) run after the recipes, "
-        "into the same results folder (--only takes their ids too; --seeds applies to recipes only). --smoke: the "
-        "same recipes shrunk to the embedded dataset on the CPU, the linear plans to 2 splits and a one-point grid "
-        "(results/smoke/, tables/smoke/; not comparable with the paper).",
+        "recipe x seed (interrupted runs resume, finished ones are skipped unless --rerun), write "
+        "results/KEY/<id>-seed<N>.json and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml "
+        "Table 2) run after the recipes, into the same results folder (--only takes their ids too; --seeds applies "
+        "to recipes only). --smoke: the same recipes shrunk to the embedded dataset on the CPU, the linear plans to "
+        "2 splits and a one-point grid (results/smoke/, tables/smoke/; not comparable with the paper). Each run's "
+        "line gives an ETA for the runs left, from the pace of the runs trained so far.",
     )
     parser.add_argument("paper", choices=PAPER_KEYS)
     parser.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
     parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: each recipe's training.seed)")
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="train finished runs again for fresh numbers (a finished run's checkpoint starts over, an interrupted "
+        "rerun continues); each results file is replaced atomically once its new one is complete, so an "
+        "interrupted rerun leaves the old numbers in place (--launcher inline only; `dml nightly` re-runs "
+        "everything into a folder of its own instead)",
+    )
     add_reading_option(
         parser,
         "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
@@ -115,7 +124,10 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_launcher_flags(args: argparse.Namespace) -> None:
-    """Refuse job flags the chosen launcher would silently ignore."""
+    """Refuse job flags the chosen launcher would silently ignore, and --rerun with jobs (a job is not submitted
+    for a run whose results file exists)."""
+    if args.rerun and args.launcher != "inline":
+        raise InputError(f"--rerun: only with --launcher inline (found --launcher {args.launcher})")
     ignored = [name for name in _JOB_FLAGS + _SLURM_FLAGS if getattr(args, name) is not None]
     if args.launcher == "local":
         ignored = [name for name in ignored if name in _SLURM_FLAGS]
@@ -149,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         linear_jobs=args.linear_jobs,
         pipeline=args.pipeline,
         readings=parse_reading_choices(args.readings),
+        rerun=args.rerun,
     )
     if args.launcher == "inline":
         report = reproduce(paper)

@@ -1,8 +1,9 @@
 """Run a paper's pinned linear plans (``reproduce/<key>/linear/*.yaml``) into its results folder.
 
 Each (plan, method) is one run writing ``<results>/[smoke/]<key>/<row id>-seed<seed>.json``, the same layout
-as deep runs, so ``dml tables`` reads both. A run whose results file holds the same settings hash is skipped;
-an interrupted one resumes after its last finished split (kept in its run folder under ``runs/``).
+as deep runs, so ``dml tables`` reads both. A run whose results file holds the same settings hash is skipped
+(unless ``rerun``: then it runs again and its results file is replaced once the new one is complete); an
+interrupted one resumes after its last finished split (kept in its run folder under ``runs/``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.errors import InputError
+from dml_core.eta import RunClock
 from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, settings_hash, smoke_plan, table2_row_id
 from dml_core.linear.protocol import Table2Result, run_table2_protocol, thin_grid
@@ -198,18 +200,25 @@ def reproduce_linear(
     data_root: Path | None = None,
     jobs: int = 1,
     log: Callable[[str], None] = print,
+    rerun: bool = False,
 ) -> tuple[list[str], list[str]]:
-    """Run every unfinished run; returns the names trained and the names skipped (finished earlier)."""
+    """Run every unfinished run (every run with ``rerun``); returns the names run and the names skipped (finished
+    earlier). Each start says the ETA of the runs left, from the pace of those run so far."""
     trained, skipped = [], []
-    for number, run in enumerate(runs, start=1):
+    to_run = [rerun or not is_linear_finished(run) for run in runs]
+    clock = RunClock()
+    for number, (run, run_it) in enumerate(zip(runs, to_run, strict=True), start=1):
         prefix = f"[linear {number}/{len(runs)}] {run.name}"
-        if is_linear_finished(run):
+        if not run_it:
             log(f"{prefix}: finished earlier ({run.results_path}), skipped")
             skipped.append(run.name)
             continue
-        start = f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits"
+        eta = clock.eta(sum(to_run[number - 1 :]))
+        start = f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits{eta}"
+        clock.start()
         execute_linear_run(
             run, data_root=data_root, jobs=jobs, announce=lambda resuming, start=start: log(start + resuming)
         )
+        clock.stop()
         trained.append(run.name)
     return trained, skipped

@@ -21,6 +21,21 @@ from dml_core.errors import InputError
 CHECKPOINT_NAME = "checkpoint.pt"
 REQUIRED_KEYS = ("recipe_sha256", "iteration", "model")
 
+# Whether a run keeps its checkpoint once finished, per tier. A full-scale run keeps its trained model (worth
+# evaluating again); smoke and mini runs are re-run, never re-used, and their checkpoints are 40-230 MB each (a
+# whole smoke tier once left 14 GB of them). Their results file is what says they are finished (``--resume``
+# and ``dml reproduce`` read it), so nothing else needs the checkpoint after the last iteration.
+FINISHED_CHECKPOINT_KEPT = {"full": True, "smoke": False, "mini": False}
+
+
+def keeps_finished_checkpoint(tier: str) -> bool:
+    """Whether a finished run of ``tier`` keeps its checkpoint.
+
+    >>> keeps_finished_checkpoint("full"), keeps_finished_checkpoint("smoke")
+    (True, False)
+    """
+    return FINISHED_CHECKPOINT_KEPT[tier]
+
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
     buffer = io.BytesIO()

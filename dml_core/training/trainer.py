@@ -29,9 +29,9 @@ from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
-from dml_core.results import SCHEMA_VERSION, select, select_every_rule, write_results
+from dml_core.results import SCHEMA_VERSION, ResultsFile, load_results, select, select_every_rule, write_results
 from dml_core.training import builders
-from dml_core.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, evaluate_model
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
@@ -40,7 +40,7 @@ from dml_core.training.step import train_step
 
 RESULTS_NAME = "results.json"
 
-__all__ = ["RESULTS_NAME", "NonFiniteError", "train"]
+__all__ = ["RESULTS_NAME", "NonFiniteError", "is_finished_run", "train"]
 
 
 def _rng_state(device: torch.device) -> dict:
@@ -69,13 +69,17 @@ def train(
     device: str | None = None,
     progress: bool = True,
     results_path: str | Path | None = None,
+    rerun: bool = False,
 ) -> Path:
     """Run ``recipe`` (already smoke-shrunk when ``smoke``) and write its results file; return its path.
 
     ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
-    checkpoint is continued and a finished run is left as it is. Under torchrun (WORLD_SIZE > 1 in the
-    environment) every process calls this; the process group is joined here (and left again if this call
-    created it).
+    checkpoint is continued and a finished run (its results file records this recipe's hash) is left as it is;
+    with ``rerun`` as well, a finished run is trained again from the start (an interrupted rerun continues) and
+    its results file is replaced, atomically, only once the new one is complete. A finished smoke run keeps no
+    checkpoint (``keeps_finished_checkpoint``): its results file is what says it is finished. Under torchrun
+    (WORLD_SIZE > 1 in the environment) every process calls this; the process group is joined here (and left
+    again if this call created it).
     """
     process = Process.from_environment()
     torch_device = process.device(device)
@@ -83,7 +87,7 @@ def train(
     try:
         return _train(
             recipe, Path(out_dir), process, torch_device, recipe_path=recipe_path, overrides=overrides, smoke=smoke,
-            resume=resume, data_root=data_root, progress=progress, results_path=results_path,
+            resume=resume, data_root=data_root, progress=progress, results_path=results_path, rerun=rerun,
         )  # fmt: skip
     finally:
         if created_group:
@@ -103,6 +107,7 @@ def _train(
     data_root: str | Path | None,
     progress: bool,
     results_path: str | Path | None,
+    rerun: bool,
 ) -> Path:
     out_dir = Path(out_dir)
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
@@ -115,10 +120,8 @@ def _train(
             f"{checkpoint_path}: a checkpoint of an earlier run is there; pass --resume to continue it "
             f"or choose another --out"
         )
-    if resume and results_path.exists() and checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path)
-        if state.get("finished") and state["recipe_sha256"] == recipe.content_hash():
-            return results_path
+    if resume and not rerun and is_finished_run(results_path, recipe):
+        return results_path
 
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     on_cuda = device.type == "cuda"
@@ -143,13 +146,16 @@ def _train(
     timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
     resumed_runs = 0
     git_segments = []  # the git state of each start, this one's appended once the resume point is known
-    if resume and checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path)
+    state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
+    if state is not None:
         if state["recipe_sha256"] != recipe.content_hash():
             raise InputError(
                 f"{checkpoint_path}: written by recipe {state['recipe_id']} with hash {state['recipe_sha256'][:12]}, "
                 f"but this run's recipe hash is {recipe.content_hash()[:12]}; use another --out"
             )
+        if rerun and state.get("finished"):
+            state = None  # the finished run's: start over (this run's first checkpoint replaces it)
+    if state is not None:
         model.load_state_dict(state["model"])
         loss_fn.load_state_dict(state["loss"])
         optimizer.load_state_dict(state["optimizer"])
@@ -301,5 +307,16 @@ def _train(
     }
     if process.is_main:
         write_results(results_path, payload)
+    if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "full"):
+        checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path
+
+
+def is_finished_run(results_path: str | Path, recipe: Recipe) -> bool:
+    """A deep results file for exactly this recipe (same content hash: same seed and smoke settings) exists."""
+    path = Path(results_path)
+    if not path.is_file():
+        return False
+    results = load_results(path)
+    return isinstance(results, ResultsFile) and results.recipe.sha256 == recipe.content_hash()

@@ -148,3 +148,30 @@ def test_the_prepared_data_path_trains_exactly_like_the_pil_path(tmp_path, data_
             train(load_recipe(path), tmp_path / pipeline, data_root=data_root, progress=False)
         )
     assert runs["cache"].evaluations[-1].metrics == runs["pil"].evaluations[-1].metrics
+
+
+@pytest.mark.slow
+def test_a_finished_smoke_run_keeps_no_checkpoint_and_a_rerun_trains_again_from_the_start(tmp_path, data_root):
+    recipe = load_recipe(_recipe_file(tmp_path, training__iterations=3, training__eval_every=3))
+    run = tmp_path / "smoke-run"
+    results_path = train(recipe, run, smoke=True, data_root=data_root, progress=False)
+    assert not (run / "checkpoint.pt").exists(), "a finished smoke run keeps no checkpoint"
+    first = load_results(results_path)
+    written = results_path.stat().st_ino
+    # Its results file alone says it is finished: --resume trains nothing, even without the checkpoint.
+    assert train(recipe, run, smoke=True, resume=True, data_root=data_root, progress=False) == results_path
+    assert results_path.stat().st_ino == written
+    # A rerun trains again and replaces the file (a new file; the same numbers on the CPU).
+    train(recipe, run, smoke=True, resume=True, rerun=True, data_root=data_root, progress=False)
+    assert results_path.stat().st_ino != written
+    assert load_results(results_path).selection == first.selection
+    assert not (run / "checkpoint.pt").exists()
+
+    # A full-scale run keeps its finished checkpoint; a rerun starts over from iteration 0 instead of resuming it.
+    full = tmp_path / "full-run"
+    results_path = train(recipe, full, data_root=data_root, progress=False)
+    assert load_checkpoint(full / "checkpoint.pt")["finished"]
+    rerun = load_results(train(recipe, full, resume=True, rerun=True, data_root=data_root, progress=False))
+    assert rerun.timing.resumed_runs == 0 and [e.iteration for e in rerun.evaluations] == [3]
+    assert rerun.selection == load_results(results_path).selection == first.selection
+    assert load_checkpoint(full / "checkpoint.pt")["finished"]

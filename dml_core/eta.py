@@ -1,0 +1,47 @@
+"""How long the runs left of a paper will take, from the pace of the runs this invocation has finished."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dml_core.tables.timing import readable_duration
+
+
+def eta_text(seconds_per_run: Sequence[float], runs_left: int) -> str:
+    """``ETA 8 min: 4 runs left at 2 min each so far`` (the mean of the runs timed so far; "" before any).
+
+    >>> eta_text([60.0, 180.0], 4)
+    'ETA 8 min: 4 runs left at 2 min each so far'
+    >>> eta_text([5400.0], 1), eta_text([], 3), eta_text([30.0], 0)
+    ('ETA 1.5 h: 1 run left at 1.5 h each so far', '', '')
+    """
+    if not seconds_per_run or runs_left <= 0:
+        return ""
+    mean = sum(seconds_per_run) / len(seconds_per_run)
+    runs = f"{runs_left} run{'' if runs_left == 1 else 's'}"
+    return f"ETA {readable_duration(mean * runs_left)}: {runs} left at {readable_duration(mean)} each so far"
+
+
+@dataclass
+class RunClock:
+    """Times the runs of one invocation, one after the other, for :func:`eta_text`."""
+
+    seconds: list[float] = field(default_factory=list)
+    _started: float | None = None
+
+    def start(self) -> None:
+        self._started = time.perf_counter()
+
+    def stop(self) -> float:
+        """Record the run started last; returns its seconds."""
+        elapsed = time.perf_counter() - (self._started if self._started is not None else time.perf_counter())
+        self.seconds.append(elapsed)
+        self._started = None
+        return elapsed
+
+    def eta(self, runs_left: int) -> str:
+        """``" (ETA ...)"`` for ``runs_left`` runs still to train, "" before the first run ends."""
+        text = eta_text(self.seconds, runs_left)
+        return f" ({text})" if text else ""
