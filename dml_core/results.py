@@ -3,7 +3,8 @@
 - ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
   was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
   every evaluation, the selection rule next to the selected numbers, what every rule picks (``selections``:
-  the best-test-R@1 evaluation, the papers' practice, and the final one), the evaluation protocol and timing.
+  the best-test-R@1 evaluation, the papers' practice, and the final one), the evaluation protocol and timing;
+  ``queries`` names the companion file of per-query retrieval terms of those picks (for a bootstrap over queries).
 - ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
   protocol (``dml_core.linear.protocol``), one base seed: the protocol settings (splits, CV folds, the grid
   and how it was thinned, the K rule, the solver), the plan and its hash, every split's accuracy, the mean
@@ -59,6 +60,16 @@ class SelectionRecord(_Strict):
     metrics: dict[str, float]
 
 
+class QueryTermsRecord(_Strict):
+    """The companion file of per-query retrieval terms beside the results file (``dml_core.query_terms_file``):
+    its name (in the same folder), sha256, size, and the evaluations it holds (by iteration)."""
+
+    file: str = Field(pattern=r"^[^/\\]+\.queries\.npz$")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+    iterations: list[int] = Field(min_length=1)
+
+
 class TimingRecord(_Strict):
     iterations: int
     train_seconds: float  # wall time in the training loop, evaluations excluded
@@ -92,6 +103,9 @@ class ResultsFile(_Strict):
     selection: SelectionRecord  # the recipe's rule
     # every rule's pick, by rule (absent in files written before it existed; best_r1 absent without R@1)
     selections: dict[SelectionRule, SelectionRecord] | None = None
+    # per-query retrieval terms of the picked evaluations, beside this file (absent in older files, or without
+    # retrieval metrics)
+    queries: QueryTermsRecord | None = None
     timing: TimingRecord
 
     @model_validator(mode="after")
@@ -101,6 +115,14 @@ class ResultsFile(_Strict):
                 raise ValueError(f"selections.{rule}: expected rule {rule!r}, found {record.rule!r}")
         if self.selections and self.selections.get(self.selection.rule, self.selection) != self.selection:
             raise ValueError(f"selections.{self.selection.rule}: differs from selection (the recipe's rule)")
+        return self
+
+    @model_validator(mode="after")
+    def _queries_name_evaluations(self) -> ResultsFile:
+        evaluated = {record.iteration for record in self.evaluations}
+        stray = sorted(set(self.queries.iterations) - evaluated) if self.queries else []
+        if stray:
+            raise ValueError(f"queries.iterations: expected iterations of evaluations, found {stray}")
         return self
 
     @property

@@ -2,14 +2,15 @@
 (one kNN ranking, one clustering) for the metrics that need it, and report how it was done.
 
 Reported values are in percent, as papers print them; keys match papers/<key>/published.yaml
-("R@1", "NMI", "F1", "MAP@R", plus "RP" for R-Precision).
+("R@1", "NMI", "F1", "MAP@R", plus "RP" for R-Precision). The retrieval metrics' per-query terms come back too
+(``Evaluation.per_query``, from the same pass), for a bootstrap over queries.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -19,6 +20,7 @@ from dml_core.evaluation import metrics as M
 from dml_core.evaluation.clustering import KMeansConfig, kmeans_assign
 from dml_core.evaluation.inputs import check_embeddings, check_labels
 from dml_core.evaluation.knn import TIE_RULE, rank_neighbours, rank_within_set
+from dml_core.evaluation.per_query import PerQuery
 
 # Each metric declares the shared work it needs; the evaluator does each piece at most once.
 METRIC_NEEDS: dict[str, str] = {
@@ -36,9 +38,14 @@ class Evaluation:
     metrics: dict[str, float]  # percent
     protocol: dict
     timing: dict[str, float] = field(default_factory=dict)
+    # The retrieval metrics' terms per query (for a bootstrap over queries); None without retrieval metrics.
+    per_query: PerQuery | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Metrics, protocol and timing (the per-query arrays are stored on their own, beside a results file)."""
+        record = asdict(replace(self, per_query=None))
+        del record["per_query"]
+        return record
 
 
 def _as_numpy(array, name: str) -> np.ndarray:
@@ -122,6 +129,7 @@ def evaluate(
 
     values: dict[str, float] = {}
     timing: dict[str, float] = {}
+    per_query = None
     protocol: dict = {
         "protocol": "query-gallery" if query_gallery else "single-set",
         "self_exclusion": "none" if query_gallery else "by index",
@@ -153,10 +161,15 @@ def evaluate(
         if "recall" in metrics:
             for kk, value in M.recall_at_k(ranking.first_positive_rank, ks).items():
                 values[f"R@{kk}"] = 100.0 * value
+        # Per-query terms once; each metric is their mean, and they are kept for a bootstrap over queries.
+        ap_terms = rp_terms = None
         if "map_at_r" in metrics:
-            values["MAP@R"] = 100.0 * M.map_at_r(ranking.neighbour_is_positive, ranking.num_positives)
+            ap_terms = M.average_precision_at_r(ranking.neighbour_is_positive, ranking.num_positives)
+            values["MAP@R"] = 100.0 * M.mean_over_queries(ap_terms)
         if "r_precision" in metrics:
-            values["RP"] = 100.0 * M.r_precision(ranking.neighbour_is_positive, ranking.num_positives)
+            rp_terms = M.r_precision_per_query(ranking.neighbour_is_positive, ranking.num_positives)
+            values["RP"] = 100.0 * M.mean_over_queries(rp_terms)
+        per_query = PerQuery.from_evaluation(ranking.first_positive_rank, ap_terms, rp_terms)
         timing["knn_seconds"] = time.perf_counter() - started
         protocol["knn"] = {
             "distance": "euclidean (ranked by ||g||^2 - 2 q.g in fp32, TF32 off)",
@@ -186,4 +199,4 @@ def evaluate(
             "nmi_normalization": "arithmetic",
             "f1": "pair counting (Song et al. 2016)",
         }
-    return Evaluation(metrics=values, protocol=protocol, timing=timing)
+    return Evaluation(metrics=values, protocol=protocol, timing=timing, per_query=per_query)

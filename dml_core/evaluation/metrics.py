@@ -2,7 +2,9 @@
 
 Retrieval metrics take what ``knn.rank_neighbours`` computes; clustering metrics take class labels and
 cluster assignments. Queries without any same-class gallery item are left out of the retrieval metrics
-(as pytorch-metric-learning does); the evaluator reports how many there were.
+(as pytorch-metric-learning does); the evaluator reports how many there were. MAP@R and R-Precision are the
+means of per-query terms (``average_precision_at_r``, ``r_precision_per_query``), which the evaluator keeps for
+a bootstrap over queries.
 """
 
 from __future__ import annotations
@@ -30,7 +32,35 @@ def _hits_within_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray)
     keep = num_positives > 0
     hits, r = neighbour_is_positive[keep], np.minimum(num_positives[keep], neighbour_is_positive.shape[1])
     within = np.arange(hits.shape[1])[None, :] < r[:, None]
-    return hits & within, r
+    return keep, hits & within, r
+
+
+def _per_query(keep: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` of the kept queries in place, NaN for the queries left out (no same-class item)."""
+    full = np.full(len(keep), np.nan)
+    full[keep] = values
+    return full
+
+
+def mean_over_queries(per_query: np.ndarray) -> float:
+    """The metric: the mean of its per-query terms over the queries that have one (NaN marks the others).
+
+    >>> mean_over_queries(np.array([0.5, np.nan, 0.0]))
+    0.25
+    """
+    return float(np.mean(per_query[~np.isnan(per_query)]))
+
+
+def r_precision_per_query(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> np.ndarray:
+    """Each query's R-Precision term: the share of same-class items among its first R neighbours (NaN for a
+    query without any same-class item).
+
+    >>> r_precision_per_query(np.array([[True, False, True], [False, True, False], [False, False, False]]),
+    ...                       np.array([2, 1, 0]))
+    array([0.5, 0. , nan])
+    """
+    keep, hits, r = _hits_within_r(neighbour_is_positive, num_positives)
+    return _per_query(keep, hits.sum(1) / r)
 
 
 def r_precision(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> float:
@@ -40,8 +70,18 @@ def r_precision(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) ->
     >>> r_precision(np.array([[True, False, True], [False, True, False]]), np.array([2, 1]))
     0.25
     """
-    hits, r = _hits_within_r(neighbour_is_positive, num_positives)
-    return float(np.mean(hits.sum(1) / r))
+    return mean_over_queries(r_precision_per_query(neighbour_is_positive, num_positives))
+
+
+def average_precision_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> np.ndarray:
+    """Each query's MAP@R term, (1/R) * sum_{i<=R} P(i) * rel(i) (NaN for a query without same-class item).
+
+    >>> average_precision_at_r(np.array([[True, False, True], [False, True, False]]), np.array([2, 1]))
+    array([0.5, 0. ])
+    """
+    keep, hits, r = _hits_within_r(neighbour_is_positive, num_positives)
+    precision_at_i = np.cumsum(hits, axis=1) / np.arange(1, hits.shape[1] + 1)[None, :]
+    return _per_query(keep, (precision_at_i * hits).sum(1) / r)
 
 
 def map_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> float:
@@ -51,9 +91,7 @@ def map_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> fl
     >>> map_at_r(np.array([[True, False, True], [False, True, False]]), np.array([2, 1]))
     0.25
     """
-    hits, r = _hits_within_r(neighbour_is_positive, num_positives)
-    precision_at_i = np.cumsum(hits, axis=1) / np.arange(1, hits.shape[1] + 1)[None, :]
-    return float(np.mean((precision_at_i * hits).sum(1) / r))
+    return mean_over_queries(average_precision_at_r(neighbour_is_positive, num_positives))
 
 
 def _contingency(labels: np.ndarray, clusters: np.ndarray) -> sparse.csr_matrix:

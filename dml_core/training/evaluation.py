@@ -1,4 +1,5 @@
-"""Evaluating a model on its recipe's test split: embed every test image, then ``dml_core.evaluation``."""
+"""Evaluating a model on its recipe's test split: embed every test image, then ``dml_core.evaluation``; and
+keeping the per-query terms of the evaluations a selection rule picks, for the results file's companion."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import torch
 from torch.utils.data import DataLoader, Subset
 
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
+from dml_core.evaluation.per_query import PerQuery
+from dml_core.query_terms_file import write_query_terms
 from dml_core.recipe import Recipe
+from dml_core.results import select_every_rule
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
 from dml_core.training.distributed import SINGLE_PROCESS, Process
@@ -91,6 +95,34 @@ def _evaluate_embeddings(embeddings: np.ndarray, test_set: builders.TestSet, rec
         kmeans=kmeans_config(recipe),
         device=device,
     )
+
+
+class PickedQueryTerms:
+    """The per-query terms of the evaluations that some selection rule picks so far (best test R@1, the last one).
+
+    A later evaluation can take a pick over but never gives one back to an evaluation passed over before, so
+    every other evaluation's terms are let go at once: at most two evaluations' terms are held (and checkpointed).
+    """
+
+    def __init__(self, state: dict | None = None) -> None:
+        self.terms = {int(i): PerQuery.from_arrays(arrays, f"checkpoint (per-query terms of iteration {i})")
+                      for i, arrays in (state or {}).items()}  # fmt: skip
+
+    def add(self, iteration: int, per_query: PerQuery | None, evaluations: list[dict]) -> None:
+        """Keep ``per_query`` of the evaluation at ``iteration`` (the last of ``evaluations``), drop what no rule
+        picks any more."""
+        if per_query is not None:
+            self.terms[iteration] = per_query
+        picked = {record["iteration"] for record in select_every_rule(evaluations).values()}
+        self.terms = {i: terms for i, terms in self.terms.items() if i in picked}
+
+    def state(self) -> dict[int, dict[str, np.ndarray]]:
+        """Plain arrays for the checkpoint (a resumed run keeps the picks of its first part)."""
+        return {i: terms.to_arrays() for i, terms in self.terms.items()}
+
+    def write_beside(self, results_path: Path) -> dict | None:
+        """Write the companion file of ``results_path``; its record for the results file (None: no terms)."""
+        return write_query_terms(results_path, self.terms) if self.terms else None
 
 
 def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str | None = None) -> dict:

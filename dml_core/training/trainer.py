@@ -33,7 +33,7 @@ from dml_core.results import SCHEMA_VERSION, ResultsFile, load_results, select, 
 from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
-from dml_core.training.evaluation import NonFiniteEmbeddingsError, evaluate_model
+from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, evaluate_model
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -145,6 +145,7 @@ def _train(
     iteration, evaluations, protocol = 0, [], {}
     timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
     resumed_runs = 0
+    query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
     git_segments = []  # the git state of each start, this one's appended once the resume point is known
     state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
     if state is not None:
@@ -170,6 +171,7 @@ def _train(
         iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
         timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
         git_segments = state.get("git_segments", [])
+        query_terms = PickedQueryTerms(state.get("query_terms"))  # older checkpoints: none
     git_segments.append({"from": iteration, **git_at_start})
 
     def check_finite() -> None:
@@ -203,6 +205,7 @@ def _train(
                 "timing": timing,
                 "resumed_runs": resumed_runs,
                 "git_segments": git_segments,
+                "query_terms": query_terms.state(),
             },
         )
 
@@ -224,6 +227,7 @@ def _train(
         evaluations.append(
             {"iteration": iteration, "epoch": iteration / per_epoch, "metrics": result.metrics, "seconds": seconds}
         )
+        query_terms.add(iteration, result.per_query, evaluations)
 
     show = progress and process.is_main
     bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not show, dynamic_ncols=True)
@@ -306,7 +310,8 @@ def _train(
         },
     }
     if process.is_main:
-        write_results(results_path, payload)
+        queries = query_terms.write_beside(results_path)  # first: the results file names it
+        write_results(results_path, {**payload, "queries": queries} if queries else payload)
     if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "full"):
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
