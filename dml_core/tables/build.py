@@ -22,6 +22,7 @@ from dml_core.tables.known_gaps import load_known_gaps
 from dml_core.tables.long_form import long_form_path, write_long_form
 from dml_core.tables.noise import PerQueryIntervals
 from dml_core.tables.planned import load_plan
+from dml_core.tables.query_intervals import QueryBootstrap
 from dml_core.tables.timing import timing_frame
 from dml_core.tables.tolerances import Tolerances
 
@@ -90,10 +91,13 @@ def build_paper_tables(
     intervals: PerQueryIntervals | None = None,
 ) -> PaperTables:
     """Join ``<results_root>/[smoke/]<key>/*.json`` and the runs of ``<recipes_dir>/<key>/`` to the paper's
-    published rows and write the Markdown, its CSV long form and the figures under ``tables_root``."""
+    published rows and write the Markdown, its CSV long form and the figures under ``tables_root``. A single-seed
+    deep run's spread is the 95% bootstrap interval over its test queries, read from the per-query file beside its
+    results file (``intervals``, by default ``QueryBootstrap``)."""
     paper = load_published(key, papers_dir)
     loaded = load_results_folder(results_folder(results_root, key, smoke), smoke)
     plan = load_plan(recipes_dir, key)
+    intervals = intervals if intervals is not None else QueryBootstrap(loaded)  # single seeds: bootstrap over queries
     frame = join(paper, loaded, tolerances, plan.targets, smoke=smoke, intervals=intervals)
     path = tables_markdown(tables_root, key, smoke)
     write_long_form(long_form_path(path), frame)

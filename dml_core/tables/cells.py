@@ -1,5 +1,6 @@
 """One table cell: the published number as printed, and beside it what we reproduced, the gap and a status
-marker, e.g. ``55.1 → 53.2 ± 0.8 (−1.9) ✓``."""
+marker, e.g. ``55.1 → 53.2 ± 0.8 (−1.9) ✓`` (mean ± std over seeds) or ``55.1 → 53.2 [52.4, 54.0] (−1.9) ✓``
+(one seed and its 95% bootstrap interval over the test queries)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ LEGEND = (
     "Cells: published → reproduced (gap) marker; ✓ within the gate, ▼ below, ▲ above it. The gate is the metric's "
     "tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
     "(± sample std, with the seed count in the runs column), or over splits for the linear Table 2 protocol "
-    "(± std over splits, as the paper prints it)."
+    "(± std over splits, as the paper prints it). A single seed's number shows its 95% bootstrap interval over the "
+    "test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."
 )
 MISSING = "—"
 
@@ -48,13 +50,38 @@ def published_text(value: float, std: float = math.nan) -> str:
     return str(float(value)) if math.isnan(std) else f"{float(value)} ± {float(std)}"
 
 
-def reproduced_cell(published: float, published_std: float, status: str, reproduced: float, plus_minus: float) -> str:
+def reproduced_text(reproduced: float, places: int, plus_minus: float, interval: tuple[float, float]) -> str:
+    """Our number with its spread: the bootstrap ``interval`` (low, high) where there is one, else ``± plus_minus``.
+
+    >>> nan = float("nan")
+    >>> reproduced_text(53.21, 1, 0.8, (nan, nan)), reproduced_text(53.21, 1, 0.8, (52.43, 54.04))
+    ('53.2 ± 0.8', '53.2 [52.4, 54.0]')
+    >>> reproduced_text(53.21, 1, nan, (nan, nan))
+    '53.2'
+    """
+    ours = f"{reproduced:.{places}f}"
+    low, high = interval
+    if not (math.isnan(low) or math.isnan(high)):
+        return f"{ours} [{low:.{places}f}, {high:.{places}f}]"
+    return ours + ("" if math.isnan(plus_minus) else f" ± {plus_minus:.{places}f}")
+
+
+def reproduced_cell(
+    published: float,
+    published_std: float,
+    status: str,
+    reproduced: float,
+    plus_minus: float,
+    interval: tuple[float, float] = (math.nan, math.nan),
+) -> str:
     """The cell of a published number a run targets.
 
     >>> reproduced_cell(55.1, float("nan"), "below", 53.2, 0.8)
     '55.1 → 53.2 ± 0.8 (−1.9) ▼'
     >>> reproduced_cell(95.76, 1.89, "above", 98.0, 2.57)
     '95.76 ± 1.89 → 98.00 ± 2.57 (+2.24) ▲'
+    >>> reproduced_cell(55.1, float("nan"), "within tolerance", 54.3, 0.6, interval=(53.7, 54.9))
+    '55.1 → 54.3 [53.7, 54.9] (−0.8) ✓'
     >>> nan = float("nan")
     >>> reproduced_cell(55.1, nan, "n/a (smoke)", 2.08, 0.06), reproduced_cell(55.1, nan, "not run", nan, nan)
     ('55.1 → 2.1 ± 0.1 (smoke)', '55.1')
@@ -65,7 +92,7 @@ def reproduced_cell(published: float, published_std: float, status: str, reprodu
     if status == NOT_EVALUATED:
         return f"{shown} → not evaluated"
     places = decimals(published)
-    ours = f"{reproduced:.{places}f}" + ("" if math.isnan(plus_minus) else f" ± {plus_minus:.{places}f}")
+    ours = reproduced_text(reproduced, places, plus_minus, interval)
     if status == SMOKE:
         return f"{shown} → {ours} (smoke)"
     return f"{shown} → {ours} ({signed(reproduced - published, places)}) {MARKERS[status]}"

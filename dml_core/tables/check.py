@@ -3,8 +3,9 @@
 The gate reads the long form each paper's build wrote (``tables/[smoke/]<key>.csv``), never the Markdown. A
 line fails when its reproduced number is below the published one minus its gate, or below the previous
 nightly's number minus its gate, or when the previous nightly measured it and this one did not. The gate is the
-larger of the metric's tolerance and the line's measured spread (``dml_core.tables.noise``); each failure says
-which it used. Smoke numbers are never compared with the paper (they are not comparable), only with the
+larger of the metric's tolerance and the line's measured spread (``dml_core.tables.noise``: std over seeds, the
+standard error over splits, or a single seed's 95% bootstrap half-width over queries); each failure says which it
+used. Smoke numbers are never compared with the paper (they are not comparable), only with the
 previous smoke nightly.
 """
 
@@ -22,7 +23,7 @@ from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.tables.join import BELOW
 from dml_core.tables.long_form import read_long_form
-from dml_core.tables.noise import TOLERANCE
+from dml_core.tables.noise import BOOTSTRAP, TOLERANCE
 
 SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_NAME = "summary.json"
@@ -62,9 +63,17 @@ def summarize(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def gate_text(line) -> str:
-    """``tolerance 1.5`` or ``the measured spread 2.10 (std over 3 seeds)``: what a line's gate is."""
+    """``tolerance 1.5`` or ``the measured spread 2.10 (std over 3 seeds)``: what a line's gate is. A single seed's
+    95% bootstrap interval over queries is named either way: as the gate, or beside the tolerance it stays under."""
     if line.gate_basis == TOLERANCE:
-        return f"tolerance {line.gate:g}"
+        under = (
+            f" (above the 95% bootstrap half-width {line.spread:.2f} over queries)"
+            if line.spread_basis == BOOTSTRAP
+            else ""
+        )
+        return f"tolerance {line.gate:g}{under}"
+    if line.gate_basis == BOOTSTRAP:
+        return f"the 95% bootstrap half-width {line.gate:.2f} over queries (above the tolerance {line.tolerance:g})"
     return f"the measured spread {line.gate:.2f} ({line.gate_basis}, above the tolerance {line.tolerance:g})"
 
 

@@ -29,7 +29,7 @@ from dml_core.errors import InputError
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.published import PublishedPaper, PublishedRow, find_row
 from dml_core.results import AnyResults, LinearResultsFile, ResultsFile, load_results
-from dml_core.tables.noise import NoPerQueryData, PerQueryIntervals, bootstrap_half_width, gate, line_spread
+from dml_core.tables.noise import NoPerQueryData, PerQueryIntervals, bootstrap_interval, gate, line_spread
 from dml_core.tables.tolerances import Tolerances
 
 # A published ``<metric>_std`` beside ``<metric>`` is the ± of that metric's line (anml Table 2).
@@ -43,8 +43,8 @@ SMOKE = "n/a (smoke)"
 
 COLUMNS = (
     "table", "row", "method", "dataset", "quoted", "recipe", "variant", "seeds", "unit", "samples", "metric",
-    "published", "published_std", "reproduced", "std", "spread", "spread_basis", "delta", "tolerance", "gate",
-    "gate_basis", "status", "note",
+    "published", "published_std", "reproduced", "std", "spread", "spread_basis", "interval_low", "interval_high",
+    "delta", "tolerance", "gate", "gate_basis", "status", "note",
 )  # fmt: skip
 
 
@@ -181,7 +181,8 @@ def _lines_for(
             raise InputError(f"recipe {recipe}: metric {metric} is in some seeds' results but not in others")
         tolerance = tolerances.for_metric(metric)
         mean, std = pooled(values) if values else (math.nan, math.nan)
-        spread = line_spread(values, unit, bootstrap_half_width(runs, metric, intervals) if values else None)
+        interval = bootstrap_interval(runs, metric, intervals) if values else None
+        spread = line_spread(values, unit, interval.half_width if interval else None)
         width, basis = gate(tolerance, spread)
         if runs and not values:
             status = NOT_EVALUATED
@@ -208,6 +209,8 @@ def _lines_for(
                 "std": std,
                 "spread": spread.value,
                 "spread_basis": spread.basis,
+                "interval_low": interval.low if interval else math.nan,  # a single seed's 95% bootstrap interval
+                "interval_high": interval.high if interval else math.nan,
                 "delta": mean - published,
                 "tolerance": tolerance,
                 "gate": width,

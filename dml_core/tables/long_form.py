@@ -16,8 +16,10 @@ from dml_core.tables.join import COLUMNS
 # Read back as text, whatever pandas would guess ("" is a value, not a missing one).
 _TEXT_COLUMNS = ("table", "row", "method", "dataset", "recipe", "variant", "seeds", "unit", "metric",
                  "spread_basis", "gate_basis", "status", "note")  # fmt: skip
-_NUMBER_COLUMNS = ("samples", "published", "published_std", "reproduced", "std", "spread", "delta", "tolerance",
-                   "gate")  # fmt: skip
+_NUMBER_COLUMNS = ("samples", "published", "published_std", "reproduced", "std", "spread", "interval_low",
+                   "interval_high", "delta", "tolerance", "gate")  # fmt: skip
+# Columns that long forms written before them lack: read back as not measured.
+_LATER_COLUMNS = ("interval_low", "interval_high")
 
 
 def long_form_path(markdown_path: Path) -> Path:
@@ -46,6 +48,9 @@ def read_long_form(path: str | Path) -> pd.DataFrame:
         )
     except (pd.errors.ParserError, ValueError) as error:
         raise InputError(f"{path}: not a long-form table CSV ({error})") from None
+    for column in _LATER_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = float("nan")
     missing = [column for column in COLUMNS if column not in frame.columns]
     if missing:
         raise InputError(f"{path}: field {missing[0]}: expected the columns {', '.join(COLUMNS)}, found "

@@ -5,8 +5,9 @@ status and the nightly check use: the larger of the metric's tolerance and that 
   single run of ours may differ from it by about that much).
 - A linear (anml Table 2) run: the standard error of its mean over splits (the paper's number is itself a mean
   over 30 splits, so two such means differ by about that much, not by the split-to-split spread).
-- One seed: a 95% bootstrap interval over the test queries once per-query data is stored beside the results
-  file (``PerQueryIntervals``; none today), else not measured.
+- One seed of a deep run: the half-width of the 95% percentile bootstrap interval over its test queries, from the
+  per-query terms stored beside its results file (``PerQueryIntervals``; ``dml_core.tables.query_intervals``),
+  else not measured. NMI and F1 (clustering metrics, not means over queries) have no such interval.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dml_core.evaluation.bootstrap import Interval
 from dml_core.results import AnyResults
 
 NOT_MEASURED = "not measured"
@@ -42,15 +44,15 @@ UNMEASURED = Spread(math.nan, NOT_MEASURED)
 
 class PerQueryIntervals(Protocol):
     """Where per-query data (first-positive ranks, precision terms) is stored beside a results file: the 95%
-    bootstrap half-width of ``metric`` for one run, or None when that run has no such data."""
+    bootstrap interval of ``metric`` for one run, or None when that run has no such data for it."""
 
-    def half_width(self, results: AnyResults, metric: str) -> float | None: ...
+    def interval(self, results: AnyResults, metric: str) -> Interval | None: ...
 
 
 class NoPerQueryData:
-    """No results file carries per-query data yet: every single-seed number is unmeasured."""
+    """No per-query data is read: every single-seed number is unmeasured."""
 
-    def half_width(self, results: AnyResults, metric: str) -> float | None:
+    def interval(self, results: AnyResults, metric: str) -> Interval | None:
         return None
 
 
@@ -75,9 +77,9 @@ def line_spread(values: Sequence[float], unit: str, bootstrap_half_width: float 
     return UNMEASURED
 
 
-def bootstrap_half_width(runs: Sequence[AnyResults], metric: str, intervals: PerQueryIntervals) -> float | None:
-    """The per-query bootstrap half-width of a single run (None for several runs or without per-query data)."""
-    return intervals.half_width(runs[0], metric) if len(runs) == 1 else None
+def bootstrap_interval(runs: Sequence[AnyResults], metric: str, intervals: PerQueryIntervals) -> Interval | None:
+    """The per-query bootstrap interval of a single run (None for several runs or without per-query data)."""
+    return intervals.interval(runs[0], metric) if len(runs) == 1 else None
 
 
 def gate(tolerance: float, spread: Spread) -> tuple[float, str]:

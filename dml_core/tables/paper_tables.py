@@ -68,7 +68,10 @@ class _Renderer:
             return published_text(published, published_std) if key == ("", 0) else ""
         line = found.loc[metric]
         plus_minus = line["std"] if not math.isnan(line["std"]) else line["spread"]
-        text = reproduced_cell(published, published_std, line["status"], line["reproduced"], plus_minus)
+        interval = (line["interval_low"], line["interval_high"])  # a single seed's 95% bootstrap interval
+        text = reproduced_cell(
+            published, published_std, line["status"], line["reproduced"], plus_minus, interval=interval
+        )
         return text + self.gap_link(row) if not math.isnan(line["reproduced"]) else text
 
     def gap_link(self, row: PublishedRow) -> str:
