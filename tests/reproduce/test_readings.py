@@ -118,7 +118,7 @@ def test_drml_official_code_follows_the_released_code_point_by_point():
     assert (pa.optimizer.name, pa.optimizer.lr, pa.sampler.params["batch_size"]) == ("adamw", 5e-5, 180)
     assert pa.loss.params["base_params"] == {"alpha": 64.0, "delta": 0.2} and pa.loss.params["lambda_recon"] == 1.0
     assert pa.model.pooling == "avg+max" and pa.model.head.params["node_input"] == "chunks"
-    assert (pa.schedule.name, pa.schedule.step_size, pa.training.epochs) == ("step", 10, 61)
+    assert (pa.schedule.milestones, pa.schedule.unit, pa.training.epochs) == ([11, 21, 31, 41, 51], "epoch", 61)
     baseline = _recipe("drml/proxyanchor-cub200", **{"drml.source": "official-code"})
     assert (baseline.optimizer.lr, baseline.loss.lr_multiplier, baseline.loss.params["alpha"]) == (1e-4, 100.0, 32.0)
     assert pa.variant == baseline.variant == "drml.source=official-code"
