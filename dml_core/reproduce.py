@@ -33,9 +33,11 @@ from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_f
 from dml_core.recipes.components import located_problems
 from dml_core.recipes.compose import RunDefinition
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
+from dml_core.tables.index_check import default_data_root
 from dml_core.training.builders import data_root as resolve_data_root
 from dml_core.training.builders import transform_config
 from dml_core.training.trainer import is_finished_run
+from dml_core.writable import require_writable_file, require_writable_folder
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,27 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
     return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
 
 
+def unwritable_outputs(
+    plans: Sequence[PlannedRun], linear_runs: Sequence[LinearRun], tables_root: Path, shown: int = 5
+) -> list[str]:
+    """Every place the runs and the tables will write that cannot take a file (read-only, a file in the way),
+    found before anything trains; the first ``shown`` named, the rest counted."""
+    checks = [(require_writable_folder, plan.run_dir, "run folder") for plan in plans]
+    checks += [(require_writable_file, plan.results_path, "results file") for plan in plans]
+    checks += [(require_writable_file, run.results_path, "results file") for run in linear_runs]
+    checks += [(require_writable_file, run.splits_path, "run folder") for run in linear_runs if run.splits_path]
+    checks.append((require_writable_folder, tables_root, "tables folder"))
+    problems = []
+    for check, path, what in checks:
+        try:
+            check(path, what)
+        except InputError as error:
+            problems.append(str(error))
+    problems = list(dict.fromkeys(problems))
+    more = len(problems) - shown
+    return problems[:shown] + ([f"... and {more} more"] if more > 0 else [])
+
+
 def is_finished(plan: PlannedRun) -> bool:
     """A results file for exactly this recipe (same content hash, so the same seed and smoke settings) exists
     (whether or not its checkpoint was kept)."""
@@ -214,6 +237,9 @@ class PaperRun:
         problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
         if problems:
             raise InputError(f"paper {self.key}: missing inputs:\n  " + "\n  ".join(problems))
+        unwritable = unwritable_outputs(plans, linear_runs, self.tables_root)
+        if unwritable:
+            raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
         return plans, linear_runs, load_tolerances(self.tolerances_path)
 
     def train(self, plan: PlannedRun) -> Path:
@@ -244,9 +270,14 @@ class PaperRun:
             tolerances=tolerances,
             smoke=self.smoke,
             papers_dir=self.papers_dir,
+            data_root=self.data_root or default_data_root(),
         )
         log(f"tables: {tables.markdown_path}")
-        log(f"tables: {write_index(self.tables_root, tolerances, self.smoke, self.papers_dir)}")
+        for refusal in tables.refused:  # the gate's: shown in no table
+            log(f"tables: REFUSED {refusal}")
+        for note in tables.notes:
+            log(f"tables: note: {note}")
+        log(f"tables index: {write_index(self.tables_root, tolerances, self.smoke, self.papers_dir)}")
         return tables
 
 

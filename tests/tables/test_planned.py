@@ -35,5 +35,6 @@ def test_a_table_lists_the_assumptions_and_readings_its_runs_rest_on():
     plan = load_plan(RECIPES_DIR, "damlrrm")
     assumptions, readings = plan.rests_on("table7")  # OURS 2 and Full PPs: one PK stream, no shuffled pool
     assert readings == {"damlrrm.lr": "1e-4"} and plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
-    assert "one-stream-batch" in assumptions and "shuffled-pool-half" not in assumptions
-    assert "shuffled-pool-half" in plan.rests_on("table1")[0]
+    assert "one-stream-batch" in assumptions and "two-stream-batch" not in assumptions
+    assumptions, readings = plan.rests_on("table1")
+    assert "two-stream-batch" in assumptions and readings["damlrrm.shuffled-pool"] == "whole"
