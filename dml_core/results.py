@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -96,6 +96,9 @@ class ResultsFile(_Strict):
     seed: int
     smoke: bool
     world_size: int = 1
+    # which images the run trained and tested on: sha256 of each split's sorted paths, and "all"
+    # (``dml_core.data.index.index_hashes``; absent in files written before it was recorded)
+    index_hashes: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] | None = None
     git: dict[str, Any]
     environment: dict[str, Any]
     evaluation_protocol: dict[str, Any]

@@ -89,6 +89,13 @@ def test_selections_that_contradict_themselves_or_the_selection_are_refused(tmp_
     _refused(tmp_path, {**_payload(), "selections": select_every_rule(_payload()["evaluations"])}, mutate, message)
 
 
+def test_the_index_a_run_used_is_recorded_and_older_files_load_without_it(tmp_path):
+    hashes = {"train": "1" * 64, "test": "2" * 64, "all": "3" * 64}
+    path = write_results(tmp_path / "new.json", {**_payload(), "index_hashes": hashes})
+    assert load_results(path).index_hashes == hashes
+    assert load_results(write_results(tmp_path / "old.json", _payload())).index_hashes is None
+
+
 def test_round_trip(tmp_path):
     path = write_results(tmp_path / "a" / "results.json", _payload())
     assert load_results(path).selection.iteration == 20
@@ -113,6 +120,7 @@ def _refused(tmp_path, payload: dict, mutate, message: str) -> None:
         (lambda p: p["recipe"].update(sha256="xyz"), "field recipe.sha256"),
         (lambda p: p.update(evaluations=[]), "field evaluations"),
         (lambda p: p.update(extra=1), "field extra"),
+        (lambda p: p.update(index_hashes={"train": "not a digest"}), "field index_hashes.train"),
     ],
 )
 def test_schema_errors_name_file_and_field(tmp_path, mutate, message):

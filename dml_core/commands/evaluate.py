@@ -29,9 +29,12 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dml_core.training.evaluation import evaluate_checkpoint
+    from dml_core.writable import require_writable_file
 
     if not args.checkpoint.exists():
         raise InputError(f"{args.checkpoint}: checkpoint not found")
+    if args.json_out:
+        require_writable_file(args.json_out, "--json")  # before the test split is embedded
     payload = evaluate_checkpoint(args.checkpoint, data_root=args.data_root, device=args.device)
     json.dump(payload, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

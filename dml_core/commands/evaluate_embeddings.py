@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_json
+from dml_core.commands.options import non_negative_int, positive_int
 from dml_core.errors import InputError
 
 SUMMARY = "evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Precision)"
@@ -24,7 +25,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("embeddings", type=Path, help="EMB.npy: float array (n, d)")
     parser.add_argument("labels", type=Path, help="LABELS.npy: class labels (n,)")
-    parser.add_argument("--k", type=int, nargs="+", help="Recall@K list (default: the dataset's, else 1 2 4 8)")
+    parser.add_argument(
+        "--k", type=positive_int, nargs="+", help="Recall@K list (default: the dataset's, else 1 2 4 8)"
+    )
     parser.add_argument("--dataset", choices=sorted(RECALL_KS), help="take the dataset's standard K list")
     parser.add_argument("--query-mask", type=Path, help="Q.npy: boolean (n,) marking queries")
     parser.add_argument("--gallery-mask", type=Path, help="G.npy: boolean (n,) marking the gallery")
@@ -36,8 +39,8 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--metrics", nargs="+", choices=ALL_METRICS, default=list(ALL_METRICS))
     parser.add_argument("--kmeans-backend", choices=("faiss", "sklearn"), default="faiss")
-    parser.add_argument("--kmeans-iterations", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0, help="k-means seed")
+    parser.add_argument("--kmeans-iterations", type=positive_int, default=20)
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="k-means seed")
     parser.add_argument("--device", help="torch device for the kNN search (default: cuda if present)")
     parser.add_argument("--json", type=Path, dest="json_out", help="also write the result to this file")
     parser.set_defaults(run=run)
@@ -50,15 +53,21 @@ def _load(path: Path, what: str):
         return None
     if not path.exists():
         raise InputError(f"{path}: {what} file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, expected a .npy file of {what}")
     try:
         return np.load(path, allow_pickle=False)
-    except ValueError as error:
-        raise InputError(f"{path}: expected a .npy array for {what}, could not read it ({error})") from None
+    except (ValueError, EOFError, OSError) as error:  # not .npy, empty or truncated, unreadable
+        reason = str(error) or type(error).__name__
+        raise InputError(f"{path}: expected a .npy array for {what}, could not read it ({reason})") from None
 
 
 def run(args: argparse.Namespace) -> int:
     from dml_core.evaluation import RECALL_KS, KMeansConfig, evaluate
+    from dml_core.writable import require_writable_file
 
+    if args.json_out:
+        require_writable_file(args.json_out, "--json")
     embeddings = _load(args.embeddings, "embeddings")
     labels = _load(args.labels, "labels")
     ks = args.k or (RECALL_KS[args.dataset] if args.dataset else (1, 2, 4, 8))

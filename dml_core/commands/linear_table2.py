@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.commands.options import non_negative_int, positive_int
+
 # The plan id recorded in results files this command writes (they come from no pinned plan file).
 AD_HOC_PLAN_ID = "dml-linear-table2"
 
@@ -27,8 +29,8 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("dataset", choices=list(UCI_DATASETS), help="a data set of Table 1")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
-    parser.add_argument("--splits", type=int, default=30, help="random 70/30 splits (paper: 30)")
-    parser.add_argument("--seed", type=int, default=0, help="split s uses seed + s")
+    parser.add_argument("--splits", type=positive_int, default=30, help="random 70/30 splits (paper: 30)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="split s uses seed + s")
     parser.add_argument(
         "--k-rule",
         choices=K_RULES,
@@ -37,18 +39,20 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--grid-every",
-        type=int,
+        type=positive_int,
         default=1,
         help="keep every N-th value of each paper grid (1: the paper's grid)",
     )
     parser.add_argument(
         "--max-iterations",
-        type=int,
+        type=positive_int,
         default=SolverConfig.max_iterations,
         help="solver objective evaluations per fit",
     )
     parser.add_argument("--root", type=Path, help="the --root of `dml prepare uci:<name>` (not needed for Iris, Wine)")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for the grid search (same result)")
+    parser.add_argument(
+        "--jobs", type=positive_int, default=1, help="parallel processes for the grid search (same result)"
+    )
     parser.add_argument("--out", type=Path, help="folder for one JSON result per method")
     parser.add_argument(
         "--results",
@@ -90,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
     from dml_core.linear.reproduce import write_run_results
     from dml_core.linear.solver import SolverConfig
     from dml_core.provenance import git_state
+    from dml_core.writable import require_writable_folder
 
+    for folder, option in ((args.out, "--out"), (args.results, "--results")):
+        if folder:
+            require_writable_folder(folder, option)  # before hours of grid search
     solver = SolverConfig(max_iterations=args.max_iterations)
     for method in args.methods:
         git_at_start = {"from": 0, **git_state()}

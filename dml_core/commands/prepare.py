@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.commands.options import positive_int
 from dml_core.errors import InputError
 
 UCI_PREFIX = "uci:"
@@ -46,7 +47,7 @@ def add_parser(subparsers) -> None:
         choices=("squash", "shorter_side"),
         help="also write the decoded uint8 training-image cache for this resize mode (data.pipeline: cache)",
     )
-    parser.add_argument("--cache-size", type=int, default=256, help="resize of the cache (default 256)")
+    parser.add_argument("--cache-size", type=positive_int, default=256, help="resize of the cache (default 256)")
     parser.set_defaults(run=run)
 
 
@@ -64,7 +65,9 @@ def _prepare_uci(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from dml_core.data.prepare import prepare
     from dml_core.data.registry import DATASETS
+    from dml_core.writable import require_writable_folder
 
+    require_writable_folder(args.root, "--root")  # before any download or extraction
     if args.dataset.startswith(UCI_PREFIX):
         return _prepare_uci(args)
     if args.dataset not in DATASETS:

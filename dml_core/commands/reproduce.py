@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dml_core.commands.options import add_reading_option
+from dml_core.commands.options import add_reading_option, non_negative_int, positive_float, positive_int
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.published import PAPER_KEYS
@@ -34,7 +34,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("paper", choices=PAPER_KEYS)
     parser.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
-    parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: each recipe's training.seed)")
+    parser.add_argument(
+        "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
+    )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
     parser.add_argument(
         "--rerun",
@@ -60,7 +62,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument(
         "--linear-jobs",
-        type=int,
+        type=positive_int,
         default=1,
         help="processes for the grid searches of the linear plans (reproduce/KEY/linear/, anml Table 2); "
         "the numbers do not depend on it",
@@ -104,12 +106,14 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--gpus-per-job",
-        type=int,
+        type=positive_int,
         help="GPUs per run (default 1); Slurm starts one task per GPU, as torch.distributed ranks",
     )
-    group.add_argument("--timeout-min", type=int, help="time limit per job in minutes (default 1440; requeued)")
-    group.add_argument("--cpus-per-task", type=int, help="CPU cores per task (data loading workers)")
-    group.add_argument("--mem-gb", type=float, help="memory per node in GB")
+    group.add_argument(
+        "--timeout-min", type=positive_int, help="time limit per job in minutes (default 1440; requeued)"
+    )
+    group.add_argument("--cpus-per-task", type=positive_int, help="CPU cores per task (data loading workers)")
+    group.add_argument("--mem-gb", type=positive_float, help="memory per node in GB")
     group.add_argument("--job-folder", type=Path, help="job pickles and logs (default: RUNS/[smoke/]submitit/KEY)")
     group.add_argument("--partition", help="Slurm partition")
     group.add_argument("--account", help="Slurm account")

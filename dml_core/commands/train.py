@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import with_overrides
     from dml_core.training import train
+    from dml_core.training.trainer import RESULTS_NAME
+    from dml_core.writable import require_writable_file, require_writable_folder
 
     run_definition = resolve_run(args.recipe)
     choices = parse_reading_choices(args.readings)
@@ -64,9 +66,13 @@ def run(args: argparse.Namespace) -> int:
     recipe = with_overrides(recipe, args.overrides)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
     name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
+    out = args.out or runs_root() / name
+    # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
+    require_writable_folder(out, "--out")
+    require_writable_file(args.results or out / RESULTS_NAME, "--results")
     path = train(
         recipe,
-        args.out or runs_root() / name,
+        out,
         recipe_path=run_definition.file,
         overrides=args.overrides,
         smoke=args.smoke,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dml_core.linear.plan import TABLE2_ID, linear_plan_paths, load_linear_plan, table2_row_id
 from dml_core.recipes.catalog import load_paper, recipe_files
+from dml_core.recipes.compose import RunDefinition
 
 RowKey = tuple[str, str]  # (table id, row id)
 
@@ -25,6 +26,8 @@ class Plan:
     assumptions: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> {assumption id: text}
     readings: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> {reading: its default value}
     reading_values: dict[str, list[str]] = field(default_factory=dict)  # reading -> its values
+    # run id -> its definition: the pinned recipe a deep results file must match (``dml_core.tables.admission``)
+    definitions: dict[str, RunDefinition] = field(default_factory=dict)
 
     def rests_on(self, table: str) -> tuple[dict[str, str], dict[str, str]]:
         """The assumptions (id -> text) and readings (name -> default) of the deep runs targeting ``table``."""
@@ -55,19 +58,21 @@ def load_plan(recipes_dir: str | Path, key: str) -> Plan:
     assumptions: dict[str, dict[str, str]] = {}
     readings: dict[str, dict[str, str]] = {}
     values: dict[str, list[str]] = {}
+    definitions: dict[str, RunDefinition] = {}
     if folder.is_dir() and recipe_files(folder):
         paper = load_paper(key, Path(recipes_dir))
         if paper.assumptions:
             values = {name: list(reading.values) for name, reading in paper.assumptions.readings.items()}
         for run in paper.runs:
             recipe = run.recipe()
+            definitions[run.id] = run
             schedules[recipe.id] = recipe.training.iterations
             assumptions[recipe.id] = dict(recipe.assumptions)
             readings[recipe.id] = dict(recipe.readings)
             for target in recipe.targets:
                 deep[(target.table, target.row)].append(recipe.id)
     linear = planned_linear_targets(recipes_dir, key)
-    return Plan(dict(deep), linear, schedules, assumptions, readings, values)
+    return Plan(dict(deep), linear, schedules, assumptions, readings, values, definitions)
 
 
 def planned_linear_targets(recipes_dir: str | Path, key: str) -> dict[RowKey, list[str]]:

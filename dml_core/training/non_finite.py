@@ -8,11 +8,26 @@ and runs every iteration.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 
 class NonFiniteError(RuntimeError):
-    """The loss (or the test embeddings) became NaN or infinite; the last good checkpoint is kept untouched."""
+    """The loss (or the test embeddings) became NaN or infinite. Nothing is checkpointed after it: the last good
+    checkpoint, if the run wrote one, is kept untouched (:func:`checkpoint_left`)."""
+
+
+def checkpoint_left(path: Path) -> str:
+    """What a stopped run leaves to resume from, as it is on disk (a run stopped before its first checkpoint
+    has none).
+
+    >>> checkpoint_left(Path("no-such-folder/checkpoint.pt"))
+    'no checkpoint was written before it (no-such-folder/checkpoint.pt): a rerun starts from iteration 0'
+    """
+    if path.is_file():
+        return f"the last good checkpoint ({path}) is kept"
+    return f"no checkpoint was written before it ({path}): a rerun starts from iteration 0"
 
 
 class NonFiniteWatch:

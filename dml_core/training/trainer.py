@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from dml_core import provenance
+from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
 from dml_core.output_paths import recorded_path
@@ -34,7 +35,7 @@ from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, evaluate_model
-from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch
+from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
@@ -131,6 +132,7 @@ def _train(
     root = builders.data_root(recipe, data_root)
 
     parts = build_run(recipe, root, device, process)
+    index_hashes = dataset_index_hashes(root / recipe.data.dataset)  # which images it trains and tests on
     model, loss_fn, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
     dense_labels, test_set, batches = parts.dense_labels, parts.test_set, parts.batches
     per_epoch = parts.iterations_per_epoch
@@ -178,7 +180,7 @@ def _train(
         try:
             watch.check(f"recipe {recipe.id}")
         except NonFiniteError as error:
-            raise NonFiniteError(f"{error}; the last good checkpoint ({checkpoint_path}) is kept") from None
+            raise NonFiniteError(f"{error}; {checkpoint_left(checkpoint_path)}") from None
 
     def checkpoint(finished: bool = False) -> None:
         check_finite()  # never save the state a bad step produced
@@ -218,8 +220,8 @@ def _train(
             result = evaluate_model(model, test_set, recipe, device, process)
         except NonFiniteEmbeddingsError as error:
             raise NonFiniteError(
-                f"recipe {recipe.id}: evaluation after iteration {iteration}: {error}; the last good checkpoint "
-                f"({checkpoint_path}) is kept"
+                f"recipe {recipe.id}: evaluation after iteration {iteration}: {error}; "
+                f"{checkpoint_left(checkpoint_path)}"
             ) from None
         seconds = time.perf_counter() - started
         timing["evaluation_seconds"] += seconds
@@ -287,6 +289,7 @@ def _train(
         "seed": settings.seed,
         "smoke": smoke,
         "world_size": process.world_size,
+        "index_hashes": index_hashes,
         "git": provenance.git_record(git_segments),
         "environment": {
             **provenance.environment(),

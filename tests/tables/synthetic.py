@@ -9,7 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from dml_core.results import SCHEMA_VERSION, select, write_results
+from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipes.compose import with_overrides
+from dml_core.results import SCHEMA_VERSION, select, select_every_rule, write_results
 
 PAPER_KEY = "damlrrm"  # the loader only accepts the five real keys; the tables below are synthetic
 
@@ -49,6 +51,7 @@ RECIPE = {
     "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
     "optimizer": {"name": "adam", "lr": 1e-3},
     "training": {"iterations": 10},
+    "evaluation": {"metrics": ["recall", "nmi"], "recall_ks": [1, 2]},  # what the synthetic curves hold
 }
 
 
@@ -143,6 +146,43 @@ def results_payload(
             "resumed_runs": 0,
         },
     }
+
+
+def pinned_payload(
+    recipe_changes: dict | None = None,
+    *,
+    seed: int = 0,
+    smoke: bool = False,
+    curve: list[dict[str, float]] | None = None,
+    **options,
+) -> dict:
+    """:func:`results_payload` as the trainer writes it for the recipe ``write_recipe(**recipe_changes)`` pins
+    (seed ``seed`` as an override, smoke-shrunk when ``smoke``), so that the results gate admits it: the recipe
+    record and its hash, the recipe's dataset and backbone, the evaluations spread evenly up to the recipe's last
+    iteration, and every rule's pick."""
+    tree = {**copy.deepcopy(RECIPE), **(recipe_changes or {})}
+    overrides = [f"training.seed={seed}"]
+    recipe = with_overrides(Recipe.model_validate(tree), overrides)
+    recipe = smoke_version(recipe) if smoke else recipe
+    payload = results_payload(tree["id"], seed=seed, smoke=smoke, curve=curve, targets=tree["targets"], **options)
+    total, evaluations = recipe.training.iterations, payload["evaluations"]
+    for number, evaluation in enumerate(evaluations, start=1):
+        evaluation["iteration"] = total * number // len(evaluations)
+    payload["recipe"] = {
+        "id": recipe.id,
+        "path": None,
+        "sha256": recipe.content_hash(),
+        "overrides": overrides,
+        "content": recipe.model_dump(mode="json"),
+    }
+    payload.update(
+        dataset=recipe.data.dataset,
+        backbone=recipe.model.backbone,
+        selection=select(evaluations, payload["selection"]["rule"]),
+        selections=select_every_rule(evaluations),
+    )
+    payload["timing"]["iterations"] = total
+    return payload
 
 
 def write_results_file(results_root: Path, payload: dict) -> Path:

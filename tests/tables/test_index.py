@@ -5,7 +5,7 @@ from dml_core.tables.tolerances import Tolerances
 from tests.tables.synthetic import (
     PAPER_KEY,
     linear_payload,
-    results_payload,
+    pinned_payload,
     write_linear_file,
     write_papers_dir,
     write_recipe,
@@ -24,7 +24,7 @@ def _build(tmp_path, key, papers_dir=None):
 def test_the_index_summarises_a_built_paper(tmp_path):
     papers = write_papers_dir(tmp_path)
     write_recipe(tmp_path / "reproduce")
-    write_results_file(tmp_path / "results", results_payload(curve=[{"R@1": 50.0, "R@2": 67.0, "NMI": 60.0}]))
+    write_results_file(tmp_path / "results", pinned_payload(curve=[{"R@1": 50.0, "R@2": 67.0, "NMI": 60.0}]))
     _build(tmp_path, PAPER_KEY, papers)
     text = write_index(tmp_path / "tables", TOLERANCES, smoke=False, papers_dir=papers).read_text()
     assert text.startswith("# Reproduction tables\n")

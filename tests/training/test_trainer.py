@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
@@ -63,6 +64,7 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
     assert results.selections["best_r1"] == results.selection and results.selections["final"].iteration == 6
     assert results.weights["id"] == "random init"
     assert results.recipe.sha256 == load_recipe(path).content_hash()
+    assert results.index_hashes == dataset_index_hashes(data_root / "embedded")  # the images it ran on
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
     assert results.git["commit"]
