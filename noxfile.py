@@ -120,25 +120,12 @@ def tables(session: nox.Session) -> None:
 
 @nox.session
 def nightly(session: nox.Session) -> None:
-    """Reproduce every paper, then `dml tables --check` against the previous nightly's summary.
+    """Re-run every paper at this commit into its own dated folders and check it: `dml nightly` (arguments after
+    `--` go to it).
 
-    Fails when a number is below published (or the previous nightly) minus its tolerance, or a run failed.
-    The summary (tables/nightly/summary.json) is replaced only by a passing check. '-- --smoke' runs the
-    smoke versions and compares them with the previous smoke nightly (tables/smoke/nightly/); on a GPU box,
-    '-- --pipeline cache' trains from the decoded uint8 caches (`dml prepare DATASET --cache MODE`)."""
-    smoke = "--smoke" in session.posargs
-    nightly_dir = Path(os.environ.get("DML_TABLES_DIR", "tables")) / ("smoke" if smoke else "") / "nightly"
-    failed = []
-    for key in PAPERS:
-        try:
-            _dml(session, "reproduce", key, "--no-progress", *session.posargs)
-        except nox.command.CommandFailed as error:
-            if error.return_code != 1:  # 2: missing data/weights or bad input; nothing later can fix it
-                raise
-            failed.append(key)  # 1: a run of this paper failed (non-finite loss); the other papers still run
-    _dml(
-        session, "tables", "--check", "--previous", str(nightly_dir), "--summary", str(nightly_dir / "summary.json"),
-        *(["--smoke"] if smoke else []),
-    )  # fmt: skip
-    if failed:
-        session.error(f"runs failed in: {', '.join(failed)} (see the log above)")
+    Results go to results/nightly/<date>-<commit>/ (nothing finished elsewhere is skipped); every line is compared
+    with the published numbers (full scale) and with the latest passing nightly of the same tier, waived cells are
+    listed apart, and tables/nightly/history.csv and tables/nightly/trends/ keep the history. Fails when a line is
+    below published or the previous nightly minus its gate, or a run failed. '-- --smoke': the CPU smoke tier; on
+    a GPU box '-- --pipeline cache' trains from the decoded uint8 caches (`dml prepare DATASET --cache MODE`)."""
+    _dml(session, "nightly", "--no-progress", *session.posargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import subprocess
 from importlib import metadata
@@ -24,6 +25,22 @@ def git_state(root: Path = REPOSITORY_ROOT) -> dict:
     except (OSError, subprocess.CalledProcessError):
         return {"commit": "unknown", "dirty": None}
     return {"commit": commit, "dirty": dirty}
+
+
+def code_state(root: Path = REPOSITORY_ROOT) -> dict:
+    """``git_state`` plus, for a dirty checkout, ``diff``: the sha256 of its tracked changes against HEAD, so two
+    different uncommitted states of one commit are told apart (``None`` when clean or outside git)."""
+    state = git_state(root)
+    diff = None
+    if state["dirty"]:
+        try:
+            patch = subprocess.run(
+                ["git", "-C", str(root), "diff", "HEAD", "--binary"], capture_output=True, check=True
+            )
+            diff = hashlib.sha256(patch.stdout).hexdigest()
+        except (OSError, subprocess.CalledProcessError):
+            diff = "unknown"
+    return {**state, "diff": diff}
 
 
 def git_record(segments: list[dict]) -> dict:

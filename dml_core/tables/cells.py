@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import math
 
-from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WITHIN
+from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WAIVED, WITHIN
 
-MARKERS = {WITHIN: "✓", BELOW: "▼", ABOVE: "▲"}
+MARKERS = {WITHIN: "✓", BELOW: "▼", ABOVE: "▲", WAIVED: "▼ waived"}
 LEGEND = (
-    "Cells: published → reproduced (gap) marker; ✓ within the gate, ▼ below, ▲ above it. The gate is the metric's "
-    "tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
+    "Cells: published → reproduced (gap) marker; ✓ within the gate, ▼ below, ▲ above it; ▼ waived: below, but the "
+    "published number is under a reviewed waiver (papers/<key>/known_gaps.yaml), so the gate does not count it. "
+    "The gate is the metric's tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
     "(± sample std, with the seed count in the runs column), or over splits for the linear Table 2 protocol "
     "(± std over splits, as the paper prints it). A single seed's number shows its 95% bootstrap interval over the "
     "test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."

@@ -1,4 +1,5 @@
-"""``dml tables --check``: the nightly gate, and the nightly summary it compares against next time.
+"""``dml tables --check`` and ``dml nightly``: the gate over the long forms, against the published numbers and the
+previous nightly's (``dml_core.tables.history`` keeps those).
 
 The gate reads the long form each paper's build wrote (``tables/[smoke/]<key>.csv``), never the Markdown. A
 line fails when its reproduced number is below the published one minus its gate, or below the previous
@@ -6,12 +7,12 @@ nightly's number minus its gate, or when the previous nightly measured it and th
 larger of the metric's tolerance and the line's measured spread (``dml_core.tables.noise``: std over seeds, the
 standard error over splits, or a single seed's 95% bootstrap half-width over queries); each failure says which it
 used. Smoke numbers are never compared with the paper (they are not comparable), only with the
-previous smoke nightly.
+previous smoke nightly. A line below published whose cell is under a reviewed waiver (status ``waived``,
+``dml_core.tables.known_gaps``) does not fail: it is listed apart, as :class:`Waived`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,14 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dml_core.atomic_io import atomic_write_json, read_json_object
-from dml_core.errors import InputError
-from dml_core.tables.join import BELOW
+from dml_core.tables.join import BELOW, WAIVED
 from dml_core.tables.long_form import read_long_form
 from dml_core.tables.noise import BOOTSTRAP, TOLERANCE
-
-SUMMARY_SCHEMA_VERSION = 1
-SUMMARY_NAME = "summary.json"
 
 
 @dataclass(frozen=True)
@@ -42,6 +38,20 @@ class Failure:
 
     def __str__(self) -> str:
         return f"{self.paper} {self.table} {self.row} [{self.recipe}] {self.metric}: {self.reason}"
+
+
+class Waived(Failure):
+    """A line below its published number whose cell is under a reviewed waiver: reported, never failed."""
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """What the gate found over the long forms: the failing lines, the waived ones, and every measured value
+    (``{paper: {line key: value}}``, what the nightly history keeps)."""
+
+    failures: list[Failure]
+    waived: list[Waived]
+    values: dict[str, dict[str, float]]
 
 
 def line_key(table: str, row: str, recipe: str, metric: str, variant: str = "") -> str:
@@ -103,46 +113,36 @@ def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | N
     return failures
 
 
-def check_long_forms(
-    paths: Mapping[str, Path], previous: Mapping[str, Mapping[str, float]], smoke: bool
-) -> tuple[list[Failure], dict[str, dict[str, float]]]:
-    """The gate over each paper's long-form CSV (``{paper: path}``): the failures, and this run's summary."""
-    failures, values = [], {}
+def waived_lines(key: str, frame: pd.DataFrame) -> list[Waived]:
+    """The lines of one paper's long form that are below published under a waiver, with their numbers."""
+    waived = []
+    for line in frame[frame["status"] == WAIVED].itertuples():
+        reason = (
+            f"{line.reproduced:.2f} is below published {line.published:g} minus {gate_text(line)} "
+            f"(delta {line.delta:+.2f}): waived (papers/{key}/known_gaps.yaml)"
+        )
+        waived.append(Waived(key, line.table, line.row, str(line.recipe), line.metric, reason))
+    return waived
+
+
+def check_long_forms(paths: Mapping[str, Path], previous: Mapping[str, Mapping[str, float]], smoke: bool) -> GateReport:
+    """The gate over each paper's long-form CSV (``{paper: path}``) against the published numbers and the
+    previous nightly's values (``{paper: {line key: value}}``, empty for none)."""
+    failures, waived, values = [], [], {}
     for key, path in paths.items():
         frame = read_long_form(path)
         failures += check_paper(key, frame, previous.get(key), smoke)
+        waived += waived_lines(key, frame)
         values[key] = summarize(frame)
-    return failures, values
+    return GateReport(failures, waived, values)
 
 
-def write_summary(path: str | Path, values: Mapping[str, Mapping[str, float]], smoke: bool) -> Path:
-    """Write ``{paper: {line key: value}}`` atomically (a crashed nightly never leaves half a summary)."""
-    payload = {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "smoke": smoke,
-        "values": {paper: dict(sorted(lines.items())) for paper, lines in sorted(values.items())},
-    }
-    return atomic_write_json(path, payload)
-
-
-def load_summary(path: str | Path, smoke: bool) -> dict[str, dict[str, float]]:
-    """A previous nightly's ``{paper: {line key: value}}``; its smoke flag must match this run's."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / SUMMARY_NAME
-    payload = read_json_object(path, "previous nightly summary")
-    if payload.get("schema_version") != SUMMARY_SCHEMA_VERSION:
-        found = payload.get("schema_version")
-        raise InputError(f"{path}: field schema_version: expected {SUMMARY_SCHEMA_VERSION}, found {found!r}")
-    if payload.get("smoke") is not smoke:
-        raise InputError(
-            f"{path}: field smoke: expected {smoke} (smoke and full-scale numbers are not comparable), "
-            f"found {payload.get('smoke')!r}"
-        )
-    values = payload.get("values")
-    if not isinstance(values, dict) or not all(
-        isinstance(lines, dict) and all(isinstance(v, int | float) for v in lines.values()) for lines in values.values()
-    ):
-        raise InputError(f"{path}: field values: expected {{paper: {{line: number}}}}, found {values!r:.80}")
-    return {paper: {k: float(v) for k, v in lines.items()} for paper, lines in values.items()}
+def gate_lines(gate: GateReport, smoke: bool) -> list[str]:
+    """The gate's verdict as printed: the failing lines, then the waived ones (reported, not failed)."""
+    lines = ["smoke: numbers are never compared with the paper, only with the previous smoke nightly"] if smoke else []
+    lines.append(f"check: {len(gate.failures)} failing line(s)" + (":" if gate.failures else ""))
+    lines += [f"  FAIL {failure}" for failure in gate.failures]
+    if gate.waived:
+        lines.append(f"waived: {len(gate.waived)} line(s) below published under a reviewed waiver, not failed:")
+        lines += [f"  WAIVED {waived}" for waived in gate.waived]
+    return lines

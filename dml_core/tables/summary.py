@@ -10,13 +10,13 @@ import pandas as pd
 
 from dml_core.published import PublishedPaper
 from dml_core.tables.claim_verdicts import VERDICTS, ClaimVerdict
-from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WITHIN
+from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WAIVED, WITHIN
 
 # Worst first: a row below on one metric and above on another counts as below.
-ROW_STATUSES = (BELOW, ABOVE, NOT_EVALUATED, WITHIN, SMOKE, NOT_RUN)
+ROW_STATUSES = (BELOW, ABOVE, WAIVED, NOT_EVALUATED, WITHIN, SMOKE, NOT_RUN)
 TIMED = "timed"  # a run of a training-time table: no gate, its numbers are in the page's timing table
-COUNT_COLUMNS = {WITHIN: "within", BELOW: "below", ABOVE: "above", NOT_EVALUATED: "not evaluated", SMOKE: "ran (smoke)",
-                 TIMED: "timed", NOT_RUN: "not run"}  # fmt: skip
+COUNT_COLUMNS = {WITHIN: "within", BELOW: "below", ABOVE: "above", WAIVED: "waived", NOT_EVALUATED: "not evaluated",
+                 SMOKE: "ran (smoke)", TIMED: "timed", NOT_RUN: "not run"}  # fmt: skip
 
 
 def row_status(statuses: pd.Series) -> str:

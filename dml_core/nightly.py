@@ -1,0 +1,202 @@
+"""``dml nightly``: every run of every paper trained again at the current code, in folders of the nightly's own,
+then checked against the published numbers and against the previous passing nightly, and kept in the history.
+
+A nightly is named ``<UTC date>-<commit>`` (``-dirty-<digest of the uncommitted diff>`` when the checkout has
+changes). Its results, run folders and tables go to ``<results>/nightly/<name>/``, ``<runs>/nightly/<name>/`` and
+``<tables>/nightly/<name>/`` (the usual ``[smoke/]<key>`` layout inside), so nothing a user or an earlier nightly
+finished is skipped: the key of a finished run is its recipe *and* the code. Started again under the same name (an
+interrupted nightly), it resumes: finished runs are skipped, interrupted ones continue. ``nightly.json`` in its
+results folder records the code and environment it started under; another start under that name with other code
+is refused. The gate is ``dml_core.tables.check``'s (waived cells listed apart), the baseline the latest passing
+nightly of the same tier in ``dml_core.tables.history``, whose trend figures are redrawn at the end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dml_core import provenance
+from dml_core.atomic_io import atomic_write_json, read_json_object
+from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.published import PAPER_KEYS
+from dml_core.reproduce import PaperRun, reproduce
+from dml_core.tables.check import Failure, Waived, check_long_forms, gate_lines
+from dml_core.tables.history import (
+    Baseline,
+    NightlyRecord,
+    history_path,
+    nightly_folder,
+    previous_passing,
+    read_history,
+    record_nightly,
+)
+from dml_core.tables.trends import draw_trends
+
+TIERS = ("full", "smoke")
+MANIFEST_NAME = "nightly.json"
+
+
+def nightly_name(code: dict, now: dt.datetime) -> str:
+    """``<date>-<commit>``, with the digest of the uncommitted changes when there are some.
+
+    >>> when = dt.datetime(2026, 1, 31, 23, 0, tzinfo=dt.UTC)
+    >>> nightly_name({"commit": "0123456789ab", "dirty": False, "diff": None}, when)
+    '2026-01-31-0123456'
+    >>> nightly_name({"commit": "0123456789ab", "dirty": True, "diff": "fedcba9876"}, when)
+    '2026-01-31-0123456-dirty-fedcba98'
+    """
+    name = f"{now.astimezone(dt.UTC):%Y-%m-%d}-{str(code['commit'])[:7]}"
+    return name + (f"-dirty-{str(code.get('diff') or 'unknown')[:8]}" if code.get("dirty") else "")
+
+
+def _code_text(code: dict) -> str:
+    dirty = f" with uncommitted changes {str(code.get('diff') or 'unknown')[:8]}" if code.get("dirty") else ""
+    return f"commit {str(code['commit'])[:7]}{dirty}"
+
+
+def start_manifest(folder: Path, name: str, tier: str, code: dict, now: dt.datetime) -> dict:
+    """Write ``<folder>/nightly.json`` for a new nightly, or read it back for a resumed one (same code only)."""
+    path = folder / MANIFEST_NAME
+    if path.is_file():
+        manifest = read_json_object(path, "nightly record")
+        started = manifest.get("code", {})
+        if (
+            any(started.get(key) != code.get(key) for key in ("commit", "dirty", "diff"))
+            or manifest.get("tier") != tier
+        ):
+            raise InputError(
+                f"{path}: field code: nightly {name} ({manifest.get('tier')}) started at {_code_text(started)}; this "
+                f"one is {tier} at {_code_text(code)}: give it another --name (or none: the date and code name it)"
+            )
+        return manifest
+    manifest = {
+        "name": name,
+        "tier": tier,
+        "started": now.astimezone(dt.UTC).isoformat(timespec="seconds"),
+        "code": code,
+        "environment": provenance.environment(),
+    }
+    atomic_write_json(path, manifest)
+    return manifest
+
+
+@dataclass(frozen=True)
+class Nightly:
+    """What ``dml nightly`` runs (``papers`` at ``tier``) and the roots its folders go under; the other fields are
+    ``dml reproduce``'s options, passed to every paper."""
+
+    papers: Sequence[str]
+    tier: str
+    results_root: Path
+    runs_root: Path
+    tables_root: Path
+    name: str | None = None  # default: nightly_name of the code and the date
+    recipes_dir: Path = RECIPES_DIR
+    papers_dir: Path | None = None
+    tolerances_path: Path | None = None
+    data_root: Path | None = None
+    device: str | None = None
+    pipeline: str | None = None
+    progress: bool = True
+    linear_jobs: int = 1
+
+    def paper_run(self, key: str, name: str) -> PaperRun:
+        return PaperRun(
+            key,
+            recipes_dir=self.recipes_dir,
+            runs_root=nightly_folder(self.runs_root) / name,
+            results_root=nightly_folder(self.results_root) / name,
+            tables_root=nightly_folder(self.tables_root) / name,
+            smoke=self.tier == "smoke",
+            data_root=self.data_root,
+            device=self.device,
+            papers_dir=self.papers_dir,
+            tolerances_path=self.tolerances_path,
+            progress=self.progress,
+            linear_jobs=self.linear_jobs,
+            pipeline=self.pipeline,
+        )
+
+
+@dataclass
+class NightlyReport:
+    """What a nightly found: its verdict, the failing and waived lines, the runs that failed, what it was
+    compared with, and the files it wrote."""
+
+    name: str
+    tier: str
+    passed: bool
+    failures: list[Failure] = field(default_factory=list)
+    waived: list[Waived] = field(default_factory=list)
+    failed_runs: dict[str, str] = field(default_factory=dict)
+    baseline: Baseline | None = None
+    history: Path | None = None
+    trends: list[Path] = field(default_factory=list)
+
+
+def run_nightly(
+    nightly: Nightly, *, code: dict | None = None, now: dt.datetime | None = None, log: Callable[[str], None] = print
+) -> NightlyReport:
+    """Reproduce every paper into the nightly's folders, check, record the history and redraw the trends.
+
+    A missing dataset or weight file stops everything before any training (``InputError``); a run that fails
+    (non-finite loss) fails the nightly but the other runs and papers still run.
+    """
+    if nightly.tier not in TIERS:
+        raise InputError(f"nightly: tier: expected one of {', '.join(TIERS)}, found {nightly.tier!r}")
+    unknown = sorted(set(nightly.papers) - set(PAPER_KEYS))
+    if unknown:
+        raise InputError(f"nightly: papers: expected some of {', '.join(PAPER_KEYS)}, found {', '.join(unknown)}")
+    code = code or provenance.code_state()
+    now = now or dt.datetime.now(dt.UTC)
+    name = nightly.name or nightly_name(code, now)
+    results_folder = nightly_folder(nightly.results_root) / name
+    history_file = history_path(nightly.tables_root)
+    history = read_history(history_file)  # read first: a damaged history should not cost a night of training
+    manifest = start_manifest(results_folder, name, nightly.tier, code, now)
+    log(f"nightly {name} ({nightly.tier}, {_code_text(code)}): results in {results_folder}")
+
+    report = NightlyReport(name, nightly.tier, passed=False)
+    built = {}
+    for key in nightly.papers:
+        log(f"nightly {name}: {key}")
+        paper = reproduce(nightly.paper_run(key, name), log)
+        report.failed_runs.update({f"{key} {run}": reason for run, reason in paper.failed.items()})
+        built[key] = paper.tables
+
+    report.baseline = previous_passing(history, nightly.tier, name)
+    previous = report.baseline.values if report.baseline else {}
+    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, nightly.tier == "smoke")
+    report.failures, report.waived = gate.failures, gate.waived
+    report.passed = not gate.failures and not report.failed_runs
+
+    record = NightlyRecord(
+        name=name,
+        tier=nightly.tier,
+        started=manifest["started"],
+        commit=str(code["commit"]),
+        dirty=bool(code.get("dirty")),
+        passed=report.passed,
+        frames={key: tables.frame for key, tables in built.items()},
+    )
+    report.history = record_nightly(history_file, record)
+    report.trends = draw_trends(read_history(history_file), nightly.tier, nightly.tables_root)
+
+    published = "" if nightly.tier == "smoke" else "the published numbers"
+    if report.baseline:
+        base = report.baseline
+        also = f" and {published}" if published else ""
+        log(f"compared with the previous passing {nightly.tier} nightly {base.name} (commit {base.commit[:7]}){also}")
+    else:
+        log(f"no earlier passing {nightly.tier} nightly in {history_file}: compared with {published or 'nothing'}")
+    for line in gate_lines(gate, nightly.tier == "smoke"):
+        log(line)
+    for run, reason in report.failed_runs.items():
+        log(f"  RUN FAILED {run}: {reason}")
+    log(f"history: {report.history}" + "".join(f"\ntrend: {path}" for path in report.trends))
+    log(f"nightly {name}: {'passed' if report.passed else 'FAILED'}")
+    return report
