@@ -182,7 +182,7 @@ def _fetch_from_openml(dataset: UciDataset, root: Path) -> tuple[np.ndarray, np.
     except OSError as error:  # URLError, HTTPError and socket errors are all OSErrors
         raise InputError(
             f"{dataset.name}: fetching OpenML data set {dataset.openml_id} failed ({error}); check the "
-            f"connection, or supply the data as a CSV with prepare_uci(name, root, source_csv=...)"
+            f"connection, or supply the data as a CSV: `dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
         ) from None
     codes, names = encode_labels(bunch.target)
     return _frame_to_arrays(bunch.data), codes, names

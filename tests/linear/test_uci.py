@@ -77,6 +77,18 @@ def test_offline_fetch_fails_at_once_with_what_to_do(tmp_path, monkeypatch):
     assert not cache_path("Vehicle", tmp_path).exists()
 
 
+def test_a_failed_fetch_names_the_command_that_takes_a_csv_instead(tmp_path, monkeypatch):
+    def refused(**kwargs):
+        raise OSError("HTTP Error 503")
+
+    monkeypatch.setattr(uci, "_require_connection", lambda dataset: None)
+    monkeypatch.setattr("sklearn.datasets.fetch_openml", refused)
+    with pytest.raises(
+        InputError, match=r"failed \(HTTP Error 503\).*`dml prepare uci:Vehicle --root DIR --archive FILE\.csv`"
+    ):
+        prepare_uci("Vehicle", tmp_path)
+
+
 def test_openml_frame_is_encoded_checked_and_cached(tmp_path, monkeypatch):
     """A connected run, with OpenML replaced by a frame in its real shape (Monk1: 556 x 6, categorical)."""
     rng = np.random.default_rng(1)
