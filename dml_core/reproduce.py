@@ -273,10 +273,10 @@ class PaperRun:
             data_root=self.data_root or default_data_root(),
         )
         log(f"tables: {tables.markdown_path}")
-        for refusal in tables.refused:  # the gate's: shown in no table
-            log(f"tables: REFUSED {refusal}")
+        for refusal in tables.refused:  # the results gate's: shown in no table
+            log(f"results gate: REFUSED {refusal}")
         for note in tables.notes:
-            log(f"tables: note: {note}")
+            log(f"results gate: note: {note}")
         log(f"tables index: {write_index(self.tables_root, tolerances, self.smoke, self.papers_dir)}")
         return tables
 

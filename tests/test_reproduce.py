@@ -158,6 +158,7 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
     assert (tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json").is_file()
     text = (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").read_text()
     assert "NOT comparable with the paper" in text and "OURS" in text
+    assert "REFUSED" not in out and "55.1 → " in text, "the real run passes the results gate into its row"
     assert list((tmp_path / "tables" / "smoke" / PAPER_KEY).glob("*.png")), "the table's figures"
     run_dir = tmp_path / "runs" / "smoke" / PAPER_KEY / "ours-cub200-seed0"
     assert run_dir.is_dir() and not (run_dir / "checkpoint.pt").exists(), "a finished smoke run keeps no checkpoint"
