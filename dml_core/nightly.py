@@ -14,7 +14,7 @@ nightly of the same tier in ``dml_core.tables.history``, whose trend figures are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from dml_core.tables.trends import draw_trends
 
 TIERS = ("full", "smoke")
 MANIFEST_NAME = "nightly.json"
+SHOWN_CHANGES = 12  # changed lines listed one by one; the rest are counted
 
 
 def nightly_name(code: dict, now: dt.datetime) -> str:
@@ -51,6 +52,21 @@ def nightly_name(code: dict, now: dt.datetime) -> str:
     """
     name = f"{now.astimezone(dt.UTC):%Y-%m-%d}-{str(code['commit'])[:7]}"
     return name + (f"-dirty-{str(code.get('diff') or 'unknown')[:8]}" if code.get("dirty") else "")
+
+
+def changed_lines(values: Mapping[str, Mapping[str, float]], before: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Every line both nightlies measured whose value moved at all, ``paper line: before -> now``. On the CPU the
+    smoke tier is bit-reproducible, so a change there is the code's doing even when no line fails.
+
+    >>> changed_lines({"anml": {"a": 1.0, "b": 2.5, "c": 3.0}}, {"anml": {"a": 1.0, "b": 2.0}})
+    ['anml b: 2.0000 -> 2.5000 (+0.5000)']
+    """
+    return [
+        f"{paper} {line}: {before[paper][line]:.4f} -> {value:.4f} ({value - before[paper][line]:+.4f})"
+        for paper, lines in values.items()
+        for line, value in lines.items()
+        if line in before.get(paper, {}) and abs(value - before[paper][line]) > 1e-9
+    ]
 
 
 def _code_text(code: dict) -> str:
@@ -134,6 +150,7 @@ class NightlyReport:
     waived: list[Waived] = field(default_factory=list)
     failed_runs: dict[str, str] = field(default_factory=dict)
     baseline: Baseline | None = None
+    changed: list[str] = field(default_factory=list)  # lines whose value moved since the baseline
     history: Path | None = None
     trends: list[Path] = field(default_factory=list)
 
@@ -172,6 +189,7 @@ def run_nightly(
     previous = report.baseline.values if report.baseline else {}
     gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, nightly.tier == "smoke")
     report.failures, report.waived = gate.failures, gate.waived
+    report.changed = changed_lines(gate.values, previous)
     report.passed = not gate.failures and not report.failed_runs
 
     record = NightlyRecord(
@@ -191,6 +209,15 @@ def run_nightly(
         base = report.baseline
         also = f" and {published}" if published else ""
         log(f"compared with the previous passing {nightly.tier} nightly {base.name} (commit {base.commit[:7]}){also}")
+        measured = sum(len(lines) for lines in gate.values.values())
+        log(
+            f"changed since {base.name}: {len(report.changed)} of {measured} measured line(s)"
+            + (":" if report.changed else "")
+        )
+        for line in report.changed[:SHOWN_CHANGES]:
+            log(f"  CHANGED {line}")
+        if len(report.changed) > SHOWN_CHANGES:
+            log(f"  ... and {len(report.changed) - SHOWN_CHANGES} more (tables/nightly/history.csv has every value)")
     else:
         log(f"no earlier passing {nightly.tier} nightly in {history_file}: compared with {published or 'nothing'}")
     for line in gate_lines(gate, nightly.tier == "smoke"):

@@ -72,6 +72,7 @@ def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the
     out = capsys.readouterr().out
     assert "danml-cub200 seed 0: training (smoke)" in out and "lanml-plus-uci-iris seed 0: Table 2 protocol" in out
     assert "skipped" not in out and "compared with the previous passing smoke nightly night-1" in out
+    assert "changed since night-1: 0 of 4 measured line(s)" in out
     history = read_history(history_path(tmp_path / "tables"))
     values = {name: lines.set_index("line")["value"].dropna() for name, lines in history.groupby("nightly")}
     assert len(values["night-1"]) == 3 + 1  # R@1, R@2, NMI of the deep run; the linear accuracy
@@ -93,6 +94,7 @@ def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the
     (failure,) = [line for line in out.splitlines() if line.startswith("  FAIL ")]
     assert failure.startswith("  FAIL anml table2 lanml-plus-uci-iris [lanml-plus-uci-iris] accuracy: ")
     assert "is below the previous nightly's 97.78 minus" in failure and "nightly night-3: FAILED" in out
+    assert "changed since night-2: 1 of 4 measured line(s):\n  CHANGED anml table2/lanml-plus-uci-iris/" in out
     history = read_history(history_path(tmp_path / "tables"))
     assert dict(history.drop_duplicates("nightly")[["nightly", "passed"]].values) == {
         "night-1": True, "night-2": True, "night-3": False,
