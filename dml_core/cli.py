@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from dml_core.errors import InputError
+from dml_core.error_boundary import describe_failure
 
 # Subcommands and their modules, in the order ``dml --help`` lists them.
 COMMAND_MODULES = {
@@ -38,7 +38,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ['anml']
     """
     parser = argparse.ArgumentParser(
-        prog="dml", description="Deep metric learning reproduction suite: prepare, train, evaluate."
+        prog="dml",
+        description="Deep metric learning reproduction suite: prepare, train, evaluate. An expected failure (bad "
+        "input: exit 2; a failed run: exit 1; interrupted: exit 130) is one line naming the file, field or "
+        "iteration.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of a failure too (also accepted after COMMAND)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMAND_MODULES.items():
@@ -56,13 +62,20 @@ def _command_named(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run ``dml ARGV``: the one error boundary (``dml_core.error_boundary``) turns every expected failure into
+    one line on stderr and its exit status; ``--debug`` keeps the traceback."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    argv = [word for word in argv if word != "--debug"]
     args = build_parser(_command_named(argv)).parse_args(argv)
     try:
         return args.run(args)
-    except (InputError, FileNotFoundError) as error:  # user errors: one line, no traceback
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except BaseException as error:  # the boundary: what is not an expected failure is raised again
+        failure = None if debug else describe_failure(error)
+        if failure is None:
+            raise
+        print(f"error: {failure.line}", file=sys.stderr)
+        return failure.exit_status
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ index ``tables/README.md``; ``--check`` is the nightly gate, read from the long 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
@@ -16,11 +17,14 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "tables",
         help=SUMMARY,
-        description="Join every results file under RESULTS/<paper>/ to the published rows it targets and write "
-        "TABLES/<paper>.md (the paper's tables with published -> reproduced (gap) per cell, the claims judged, one "
-        "figure per table, training time), its long form TABLES/<paper>.csv and the index TABLES/README.md. With "
-        "--check, exit 1 when a number is below published (or the previous nightly) minus its gate (the tolerance, "
-        "or the measured spread where larger), read from the CSV files.",
+        description="Join every results file under RESULTS/<paper>/ that the results gate admits to the published "
+        "rows it targets and write TABLES/<paper>.md (the paper's tables with published -> reproduced (gap) per "
+        "cell, the claims judged, one figure per table, training time), its long form TABLES/<paper>.csv and the "
+        "index TABLES/README.md. The gate admits a deep run only as the pinned recipe (its hash, readings, no --set "
+        "but the seed and data.pipeline), on the rows' dataset, not smoke, with finite metrics, selections that "
+        "its evaluations give and, where the data is here, the split index it recorded; it lists every other file "
+        "as refused. With --check, exit 1 when a file is refused or a number is below published (or the previous "
+        "nightly) minus its gate (the tolerance, or the measured spread where larger), read from the CSV files.",
     )
     parser.add_argument("--paper", nargs="+", choices=PAPER_KEYS, default=list(PAPER_KEYS), help="default: all")
     parser.add_argument("--smoke", action="store_true", help="the smoke results (RESULTS/smoke/) and tables")
@@ -29,6 +33,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
     parser.add_argument("--papers-dir", type=Path, help="published tables root (default: the repository's papers/)")
     parser.add_argument("--tolerances", type=Path, help="tolerances file (default: reproduce/tolerances.yaml)")
+    parser.add_argument(
+        "--data-root",
+        type=Path,
+        help="prepared datasets, to check the index each deep run recorded (default: $DML_DATA_ROOT or ./data; "
+        "where a dataset is not prepared, its runs' index is not checked and the tables say so)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     parser.add_argument(
         "--check",
@@ -48,26 +58,38 @@ def run(args: argparse.Namespace) -> int:
         write_index,
     )
     from dml_core.tables.check import gate_lines
+    from dml_core.tables.index_check import default_data_root
+    from dml_core.writable import require_writable_folder
 
+    tables = args.tables or tables_root()
+    require_writable_folder(tables, "--tables")
     tolerances = load_tolerances(args.tolerances)
     built = [
         build_paper_tables(
             key,
             results_root=args.results or results_root(),
-            tables_root=args.tables or tables_root(),
+            tables_root=tables,
             recipes_dir=args.recipes,
             tolerances=tolerances,
             smoke=args.smoke,
             papers_dir=args.papers_dir,
             draw_plots=not args.no_plots,
+            data_root=args.data_root or default_data_root(),
         )
         for key in args.paper
     ]
     for paper in built:
         print(paper.markdown_path)
-    print(write_index(args.tables or tables_root(), tolerances, args.smoke, args.papers_dir))
+        for refusal in paper.refused:  # the results gate's: in no table
+            print(f"REFUSED {refusal}", file=sys.stderr)
+        for note in paper.notes:
+            print(f"note: {note}", file=sys.stderr)
+    print(write_index(tables, tolerances, args.smoke, args.papers_dir))
+    refused = [refusal for paper in built for refusal in paper.refused]
     if not args.check:
         return 0
     gate = check_long_forms({paper.key: paper.long_form for paper in built}, {}, args.smoke)
     print("\n".join(gate_lines(gate, args.smoke)))
-    return 1 if gate.failures else 0
+    if refused:
+        print(f"check: {len(refused)} results file(s) refused by the results gate (on stderr): fails")
+    return 1 if gate.failures or refused else 0

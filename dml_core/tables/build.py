@@ -5,7 +5,7 @@ draw one figure per table and write ``tables/[smoke/]<key>.md`` and its long for
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -16,8 +16,9 @@ from dml_core.output_paths import REPOSITORY_ROOT, results_folder, tables_markdo
 from dml_core.published import PublishedPaper, load_published
 from dml_core.results import ResultsFile
 from dml_core.tables import figures, markdown
+from dml_core.tables.admission import admit_results
 from dml_core.tables.claim_verdicts import ClaimVerdict, evaluate_claims
-from dml_core.tables.join import LoadedResults, join, load_results_folder, run_variant
+from dml_core.tables.join import LoadedResults, Refusal, join, run_variant
 from dml_core.tables.known_gaps import apply_waivers, load_known_gaps
 from dml_core.tables.long_form import long_form_path, write_long_form
 from dml_core.tables.noise import PerQueryIntervals
@@ -34,6 +35,8 @@ class PaperTables:
     key: str
     frame: pd.DataFrame
     markdown_path: Path
+    refused: list[Refusal] = field(default_factory=list)  # results files the gate refused (not in the frame)
+    notes: list[str] = field(default_factory=list)  # what the gate could not check
 
     @property
     def long_form(self) -> Path:
@@ -89,14 +92,17 @@ def build_paper_tables(
     papers_dir: Path | None = None,
     draw_plots: bool = True,
     intervals: PerQueryIntervals | None = None,
+    data_root: Path | None = None,  # prepared datasets, for the gate's index check (None: not checked)
 ) -> PaperTables:
     """Join ``<results_root>/[smoke/]<key>/*.json`` and the runs of ``<recipes_dir>/<key>/`` to the paper's
     published rows and write the Markdown, its CSV long form and the figures under ``tables_root``. A single-seed
     deep run's spread is the 95% bootstrap interval over its test queries, read from the per-query file beside its
     results file (``intervals``, by default ``QueryBootstrap``)."""
     paper = load_published(key, papers_dir)
-    loaded = load_results_folder(results_folder(results_root, key, smoke), smoke)
     plan = load_plan(recipes_dir, key)
+    folder = results_folder(results_root, key, smoke)
+    admission = admit_results(paper, plan, folder, smoke=smoke, data_root=data_root)  # the gate: refused, not rows
+    loaded = admission.admitted
     intervals = intervals if intervals is not None else QueryBootstrap(loaded)  # single seeds: bootstrap over queries
     gaps = load_known_gaps(paper, papers_dir)
     frame = apply_waivers(join(paper, loaded, tolerances, plan.targets, smoke=smoke, intervals=intervals), gaps)
@@ -117,6 +123,8 @@ def build_paper_tables(
         root=REPOSITORY_ROOT,
         figures=compared,
         curves=curves,
+        refused=admission.refused,
+        gate_notes=admission.notes,
     )
     atomic_write_text(path, markdown.render(inputs))
-    return PaperTables(key, frame, path)
+    return PaperTables(key, frame, path, admission.refused, admission.notes)

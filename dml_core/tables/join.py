@@ -84,29 +84,60 @@ def status_of(published: float, reproduced: float | None, gate_width: float) -> 
     return BELOW if delta < 0 else ABOVE
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A results file the tables do not take, and why: one line naming the field, what was expected and what
+    was found (``dml_core.tables.admission`` says what a file must be)."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def read_results_folder(folder: str | Path, smoke: bool) -> tuple[list[LoadedResults], list[Refusal]]:
+    """Every ``*.json`` results file in ``folder`` (none when the folder does not exist) that reads as a valid
+    results file of the folder's kind (smoke or full) and is the only file of its run, readings and seed; every
+    other file is a :class:`Refusal` (unreadable, not valid, smoke and full mixed, a second copy of a run)."""
+    folder = Path(folder)
+    loaded: list[LoadedResults] = []
+    refused: list[Refusal] = []
+    seen: dict[tuple[str, str, int], Path] = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            results = load_results(path)
+        except InputError as error:
+            refused.append(Refusal(path, str(error).removeprefix(f"{path}: ")))
+            continue
+        if results.smoke != smoke:
+            expected = "smoke" if smoke else "full (not smoke)"
+            refused.append(
+                Refusal(path, f"field smoke: expected {expected} results in {folder}, found {results.smoke}")
+            )
+            continue
+        key = (results.run_id, run_variant(results), results.seed)
+        if key in seen:
+            under = f" under readings {key[1]}" if key[1] else ""
+            refused.append(
+                Refusal(
+                    path, f"recipe {key[0]}{under} seed {key[2]} is also in {seen[key]}; keep one results file per run"
+                )
+            )
+            continue
+        seen[key] = path
+        loaded.append(LoadedResults(path, results))
+    return loaded, refused
+
+
 def load_results_folder(folder: str | Path, smoke: bool) -> list[LoadedResults]:
-    """Every ``*.json`` results file in ``folder`` (none when the folder does not exist), validated.
+    """:func:`read_results_folder`, strict: the first file it refuses is an ``InputError`` naming it.
 
     Smoke and full runs never mix: a file whose ``smoke`` flag differs from ``smoke`` is an error.
     """
-    folder = Path(folder)
-    loaded = [LoadedResults(path, load_results(path)) for path in sorted(folder.glob("*.json"))]
-    for item in loaded:
-        if item.results.smoke != smoke:
-            expected = "smoke" if smoke else "full (not smoke)"
-            raise InputError(
-                f"{item.path}: field smoke: expected {expected} results in {folder}, found {item.results.smoke}"
-            )
-    seen: dict[tuple[str, str, int], Path] = {}
-    for item in loaded:
-        key = (item.results.run_id, run_variant(item.results), item.results.seed)
-        if key in seen:
-            under = f" under readings {key[1]}" if key[1] else ""
-            raise InputError(
-                f"{item.path}: recipe {key[0]}{under} seed {key[2]} is also in {seen[key]}; keep one results file "
-                "per run"
-            )
-        seen[key] = item.path
+    loaded, refused = read_results_folder(folder, smoke)
+    if refused:
+        raise InputError(str(refused[0]))
     return loaded
 
 

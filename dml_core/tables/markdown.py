@@ -5,7 +5,7 @@ shape with its figure, training time as the paper prints it, the claims in full 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.cells import LEGEND
 from dml_core.tables.claim_verdicts import FAILS, HOLDS, NOT_RUN, SMOKE, WITHIN_NOISE, ClaimVerdict
 from dml_core.tables.join import NOT_RUN as ROW_NOT_RUN
-from dml_core.tables.join import LoadedResults
+from dml_core.tables.join import LoadedResults, Refusal
 from dml_core.tables.known_gaps import KnownGaps
 from dml_core.tables.labels import dataset_name, row_label
 from dml_core.tables.paper_tables import has_reproduced_number, paper_shaped, table_markdown
@@ -64,6 +64,8 @@ class PageInputs:
     root: Path  # the repository root (for links to its files)
     figures: Mapping[str, Path]  # table id -> its comparison figure
     curves: Mapping[str, Path]  # table id -> its training-curves figure
+    refused: Sequence[Refusal] = ()  # results files the gate refused (dml_core.tables.admission)
+    gate_notes: Sequence[str] = ()  # what the gate could not check here
 
 
 def _relative(path: Path, start: Path) -> str:
@@ -357,6 +359,23 @@ def linear_runs_section(inputs: PageInputs) -> list[str]:
     return ["## Linear runs (Table 2 protocol)", "", table_markdown(pd.DataFrame(lines)), ""]
 
 
+def gate_section(inputs: PageInputs) -> list[str]:
+    """The results files the gate refused (named, with why: they are no row of any table) and what it could not
+    check; nothing when it took every file and checked everything."""
+    if not inputs.refused and not inputs.gate_notes:
+        return []
+    lines = ["## Results gate", ""]
+    if inputs.refused:
+        lines += [
+            f"Refused, shown in no table ({len(inputs.refused)} results file(s); `dml tables --check` fails on them):",
+            "",
+            *(f"- `{refusal.path.name}`: {refusal.reason}" for refusal in inputs.refused),
+            "",
+        ]
+    lines += [f"Not checked: {note}." for note in inputs.gate_notes]
+    return [*lines, ""] if inputs.gate_notes else lines
+
+
 def render(inputs: PageInputs) -> str:
     """The whole page."""
     info = inputs.paper.paper
@@ -366,6 +385,7 @@ def render(inputs: PageInputs) -> str:
         if any(isinstance(item.results, LinearResultsFile) for item in inputs.loaded):
             parts += [LINEAR_SMOKE_BANNER, ""]
     parts += summary_section(inputs)
+    parts += gate_section(inputs)
     parts += how_obtained(inputs)
     for table in inputs.paper.tables:
         parts += table_section(inputs, table)

@@ -7,7 +7,7 @@ import pytest
 from dml_core.tables import build_paper_tables, read_long_form
 from dml_core.tables.tolerances import Tolerances
 from tests.tables import synthetic
-from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_recipe, write_results_file
+from tests.tables.synthetic import PAPER_KEY, pinned_payload, write_papers_dir, write_recipe, write_results_file
 
 TOLERANCES = Tolerances(default=1.5)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -39,7 +39,8 @@ def results(tmp_path):
     write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
     for seed, r1 in ((0, 54.0), (1, 56.0)):
         curve = [{"R@1": r1 - 5, "R@2": 60.0, "NMI": 58.0}, {"R@1": r1, "R@2": 66.0 + seed * 2, "NMI": 60.0}]
-        write_results_file(tmp_path / "results", results_payload(seed=seed, curve=curve, commit="feedc0ffee" * 2))
+        payload = pinned_payload({"training": {"iterations": 40000}}, seed=seed, curve=curve, commit="feedc0ffee" * 2)
+        write_results_file(tmp_path / "results", payload)
     return tmp_path
 
 
@@ -91,7 +92,8 @@ def test_one_figure_per_table_identical_numbers_identical_bytes_and_no_stale_plo
 
 def test_smoke_pages_keep_their_banner_and_say_n_a_instead_of_below(tmp_path):
     write_recipe(tmp_path / "reproduce")
-    write_results_file(tmp_path / "results", results_payload(smoke=True, gpu=None, curve=[{"R@1": 2.0, "R@2": 4.0}]))
+    curve = [{"R@1": 2.0, "R@2": 4.0, "R@4": 6.0, "R@8": 8.0, "NMI": 10.0}]  # the smoke protocol's K list
+    write_results_file(tmp_path / "results", pinned_payload(smoke=True, gpu=None, curve=curve))
     built = _build(tmp_path, smoke=True)
     assert built.markdown_path == tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md"
     text = built.markdown_path.read_text()
@@ -106,14 +108,14 @@ def test_smoke_pages_keep_their_banner_and_say_n_a_instead_of_below(tmp_path):
 
 def test_a_resumed_run_lists_each_commit_once(tmp_path):
     write_recipe(tmp_path / "reproduce")
-    payload = results_payload(commit="aaaaaaaaaaaaaaaa")
+    payload = pinned_payload(commit="aaaaaaaaaaaaaaaa")
     payload["git"] = {
         "commit": "aaaaaaaaaaaaaaaa", "dirty": False,
         "segments": [{"from": 0, "commit": "aaaaaaaaaaaaaaaa", "dirty": False},
                      {"from": 500, "commit": "bbbbbbbbbbbbbbbb", "dirty": True}],
     }  # fmt: skip
     write_results_file(tmp_path / "results", payload)
-    write_results_file(tmp_path / "results", {**results_payload(seed=1, commit="aaaaaaaaaaaaaaaa")})
+    write_results_file(tmp_path / "results", pinned_payload(seed=1, commit="aaaaaaaaaaaaaaaa"))
     text = _build(tmp_path, draw_plots=False).markdown_path.read_text()
     assert "- Code: `aaaaaaa`, `bbbbbbb` (dirty)" in text
 
