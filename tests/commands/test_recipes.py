@@ -21,7 +21,7 @@ def test_show_prints_the_expanded_recipe_under_a_reading(capsys):
     assert out.startswith("# run damlrrm/ours-cub200~damlrrm.lr=1e-3")
     assert "reproduce/damlrrm/ours.yaml <- reproduce/damlrrm/base.yaml" in out
     recipe = yaml.safe_load(out)
-    assert recipe["optimizer"]["lr"] == 1.0e-3 and recipe["readings"] == {"damlrrm.lr": "1e-3"}
+    assert recipe["optimizer"]["lr"] == 1.0e-3 and recipe["readings"]["damlrrm.lr"] == "1e-3"
 
 
 def test_an_id_two_papers_share_needs_its_paper_and_a_bad_reading_is_named(capsys):
