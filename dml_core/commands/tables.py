@@ -23,8 +23,10 @@ def add_parser(subparsers) -> None:
         "index TABLES/README.md. The gate admits a deep run only as the pinned recipe (its hash, readings, no --set "
         "but the seed and data.pipeline), on the rows' dataset, not smoke, with finite metrics, selections that "
         "its evaluations give and, where the data is here, the split index it recorded; it lists every other file "
-        "as refused. With --check, exit 1 when a file is refused or a number is below published (or the previous "
-        "nightly) minus its gate (the tolerance, or the measured spread where larger), read from the CSV files.",
+        "as refused. With --check, exit 1 when a file is refused or a number is below published minus its gate "
+        "(the tolerance, or the measured spread where larger), read from the CSV files; cells under a reviewed "
+        "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `dml nightly` also compares "
+        "with the previous nightly.",
     )
     parser.add_argument("--paper", nargs="+", choices=PAPER_KEYS, default=list(PAPER_KEYS), help="default: all")
     parser.add_argument("--smoke", action="store_true", help="the smoke results (RESULTS/smoke/) and tables")
