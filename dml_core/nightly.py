@@ -160,8 +160,8 @@ def run_nightly(
 ) -> NightlyReport:
     """Reproduce every paper into the nightly's folders, check, record the history and redraw the trends.
 
-    A missing dataset or weight file stops everything before any training (``InputError``); a run that fails
-    (non-finite loss) fails the nightly but the other runs and papers still run.
+    A missing dataset or weight file of any paper stops everything before any training (``InputError``); a run
+    that fails (non-finite loss) fails the nightly but the other runs and papers still run.
     """
     if nightly.tier not in TIERS:
         raise InputError(f"nightly: tier: expected one of {', '.join(TIERS)}, found {nightly.tier!r}")
@@ -174,6 +174,8 @@ def run_nightly(
     results_folder = nightly_folder(nightly.results_root) / name
     history_file = history_path(nightly.tables_root)
     history = read_history(history_file)  # read first: a damaged history should not cost a night of training
+    for key in nightly.papers:  # and every paper's inputs before the first trains (each says all it misses)
+        nightly.paper_run(key, name).preflight()
     manifest = start_manifest(results_folder, name, nightly.tier, code, now)
     log(f"nightly {name} ({nightly.tier}, {_code_text(code)}): results in {results_folder}")
 

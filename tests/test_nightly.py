@@ -42,6 +42,22 @@ def test_an_unknown_tier_or_paper_is_refused_before_anything_runs(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_paper_missing_its_data_stops_the_nightly_before_any_paper_trains(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    _tiny_anml(tmp_path)
+    (tmp_path / "reproduce" / "anml" / "danml.yaml").unlink()  # anml: its Iris plan alone, ready to run (scikit-learn)
+    cub = {**copy.deepcopy(RECIPE), "id": "ours-cub200"}  # damlrrm's: the real CUB and weights, not prepared here
+    (tmp_path / "reproduce" / "damlrrm").mkdir()
+    (tmp_path / "reproduce" / "damlrrm" / "ours.yaml").write_text(yaml.safe_dump(cub))
+    with pytest.raises(InputError, match="paper damlrrm: missing inputs:\n  dataset cub200"):
+        run_nightly(
+            Nightly(["anml", "damlrrm"], "full", tmp_path / "results", tmp_path / "runs", tmp_path / "tables",
+                    recipes_dir=tmp_path / "reproduce", data_root=tmp_path / "data"),
+            code=CLEAN,
+        )  # fmt: skip
+    assert not (tmp_path / "results").exists() and not (tmp_path / "runs").exists()  # anml did not start either
+
+
 def _tiny_anml(tmp_path):
     """reproduce/anml/: one deep recipe (smoke: 4 steps) and the Iris plan for LANML+ alone (smoke: 2 splits)."""
     folder = tmp_path / "reproduce" / "anml"
