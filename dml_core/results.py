@@ -137,6 +137,12 @@ class ResultsFile(_Strict):
         """The run's measured values of ``metric``: its selected number (none when not evaluated)."""
         return [self.selection.metrics[metric]] if metric in self.selection.metrics else []
 
+    def final_samples(self, metric: str) -> list[float]:
+        """``metric`` at the run's last evaluation (the ``final`` rule, shown beside the papers' best-test pick)."""
+        final = (self.selections or {}).get("final")
+        metrics = final.metrics if final is not None else self.evaluations[-1].metrics
+        return [metrics[metric]] if metric in metrics else []
+
 
 class LinearPlanRecord(_Strict):
     """The pinned settings a linear run came from (``path`` None: an ad-hoc ``dml linear-table2`` run)."""
@@ -226,6 +232,10 @@ class LinearResultsFile(_Strict):
     def metric_samples(self, metric: str) -> list[float]:
         """Per-split accuracies (percent) for ``accuracy``: the table pools them into mean ± std over splits."""
         return [s.accuracy for s in self.splits] if metric == "accuracy" else []
+
+    def final_samples(self, metric: str) -> list[float]:
+        """None: a linear run has no training curve to take a last evaluation from."""
+        return []
 
 
 AnyResults = ResultsFile | LinearResultsFile

@@ -14,8 +14,9 @@ LEGEND = (
     "published number is under a reviewed waiver (papers/<key>/known_gaps.yaml), so the gate does not count it. "
     "The gate is the metric's tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
     "(± sample std, with the seed count in the runs column), or over splits for the linear Table 2 protocol "
-    "(± std over splits, as the paper prints it). A single seed's number shows its 95% bootstrap interval over the "
-    "test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."
+    "(± std over splits, as the paper prints it). A deep run's number is the evaluation with the best test R@1, as "
+    "the papers select; '· final' gives the last evaluation's where it differs. A single seed's number shows its 95% "
+    "bootstrap interval over the test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."
 )
 MISSING = "—"
 
@@ -73,14 +74,18 @@ def reproduced_cell(
     status: str,
     reproduced: float,
     plus_minus: float,
+    final: float = math.nan,
     interval: tuple[float, float] = (math.nan, math.nan),
 ) -> str:
-    """The cell of a published number a run targets.
+    """The cell of a published number a run targets: the papers' pick (the best test R@1 evaluation) compared,
+    and the number at the last evaluation after it where it differs (``final``).
 
     >>> reproduced_cell(55.1, float("nan"), "below", 53.2, 0.8)
     '55.1 → 53.2 ± 0.8 (−1.9) ▼'
     >>> reproduced_cell(95.76, 1.89, "above", 98.0, 2.57)
     '95.76 ± 1.89 → 98.00 ± 2.57 (+2.24) ▲'
+    >>> reproduced_cell(55.1, float("nan"), "below", 53.2, float("nan"), final=52.74)
+    '55.1 → 53.2 (−1.9) ▼ · final 52.7'
     >>> reproduced_cell(55.1, float("nan"), "within tolerance", 54.3, 0.6, interval=(53.7, 54.9))
     '55.1 → 54.3 [53.7, 54.9] (−0.8) ✓'
     >>> nan = float("nan")
@@ -96,7 +101,10 @@ def reproduced_cell(
     ours = reproduced_text(reproduced, places, plus_minus, interval)
     if status == SMOKE:
         return f"{shown} → {ours} (smoke)"
-    return f"{shown} → {ours} ({signed(reproduced - published, places)}) {MARKERS[status]}"
+    last = (
+        "" if math.isnan(final) or round(final, places) == round(reproduced, places) else f" · final {final:.{places}f}"
+    )
+    return f"{shown} → {ours} ({signed(reproduced - published, places)}) {MARKERS[status]}{last}"
 
 
 def runs_text(unit: str, samples: int, seeds: str) -> str:

@@ -44,8 +44,8 @@ WAIVED = "waived"  # below published, under a reviewed waiver (papers/<key>/know
 
 COLUMNS = (
     "table", "row", "method", "dataset", "quoted", "recipe", "variant", "seeds", "unit", "samples", "metric",
-    "published", "published_std", "reproduced", "std", "spread", "spread_basis", "interval_low", "interval_high",
-    "delta", "tolerance", "gate", "gate_basis", "status", "note",
+    "published", "published_std", "reproduced", "std", "final", "spread", "spread_basis", "interval_low",
+    "interval_high", "delta", "tolerance", "gate", "gate_basis", "status", "note",
 )  # fmt: skip
 
 
@@ -213,6 +213,7 @@ def _lines_for(
             raise InputError(f"recipe {recipe}: metric {metric} is in some seeds' results but not in others")
         tolerance = tolerances.for_metric(metric)
         mean, std = pooled(values) if values else (math.nan, math.nan)
+        finals = [value for run in runs for value in run.final_samples(metric)]
         interval = bootstrap_interval(runs, metric, intervals) if values else None
         spread = line_spread(values, unit, interval.half_width if interval else None)
         width, basis = gate(tolerance, spread)
@@ -239,6 +240,7 @@ def _lines_for(
                 "published_std": row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
                 "reproduced": mean,
                 "std": std,
+                "final": float(np.mean(finals)) if finals else math.nan,  # mean at the runs' last evaluations
                 "spread": spread.value,
                 "spread_basis": spread.basis,
                 "interval_low": interval.low if interval else math.nan,  # a single seed's 95% bootstrap interval

@@ -16,7 +16,7 @@ from dml_core.tables.join import COLUMNS
 # Read back as text, whatever pandas would guess ("" is a value, not a missing one).
 _TEXT_COLUMNS = ("table", "row", "method", "dataset", "recipe", "variant", "seeds", "unit", "metric",
                  "spread_basis", "gate_basis", "status", "note")  # fmt: skip
-_NUMBER_COLUMNS = ("samples", "published", "published_std", "reproduced", "std", "spread", "interval_low",
+_NUMBER_COLUMNS = ("samples", "published", "published_std", "reproduced", "std", "final", "spread", "interval_low",
                    "interval_high", "delta", "tolerance", "gate")  # fmt: skip
 # Columns that long forms written before them lack: read back as not measured.
 _LATER_COLUMNS = ("interval_low", "interval_high")

@@ -68,9 +68,10 @@ class _Renderer:
             return published_text(published, published_std) if key == ("", 0) else ""
         line = found.loc[metric]
         plus_minus = line["std"] if not math.isnan(line["std"]) else line["spread"]
+        final = line.get("final", math.nan)
         interval = (line["interval_low"], line["interval_high"])  # a single seed's 95% bootstrap interval
         text = reproduced_cell(
-            published, published_std, line["status"], line["reproduced"], plus_minus, interval=interval
+            published, published_std, line["status"], line["reproduced"], plus_minus, final, interval=interval
         )
         return text + self.gap_link(row) if not math.isnan(line["reproduced"]) else text
 
