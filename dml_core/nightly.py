@@ -149,6 +149,7 @@ class NightlyReport:
     failures: list[Failure] = field(default_factory=list)
     waived: list[Waived] = field(default_factory=list)
     failed_runs: dict[str, str] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)  # results files the tables' gate refused (one line each)
     baseline: Baseline | None = None
     changed: list[str] = field(default_factory=list)  # lines whose value moved since the baseline
     history: Path | None = None
@@ -185,6 +186,7 @@ def run_nightly(
         log(f"nightly {name}: {key}")
         paper = reproduce(nightly.paper_run(key, name), log)
         report.failed_runs.update({f"{key} {run}": reason for run, reason in paper.failed.items()})
+        report.refused += [str(refusal) for refusal in paper.tables.refused]
         built[key] = paper.tables
 
     report.baseline = previous_passing(history, nightly.tier, name)
@@ -192,7 +194,7 @@ def run_nightly(
     gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, nightly.tier == "smoke")
     report.failures, report.waived = gate.failures, gate.waived
     report.changed = changed_lines(gate.values, previous)
-    report.passed = not gate.failures and not report.failed_runs
+    report.passed = not gate.failures and not report.failed_runs and not report.refused
 
     record = NightlyRecord(
         name=name,
@@ -226,6 +228,8 @@ def run_nightly(
         log(line)
     for run, reason in report.failed_runs.items():
         log(f"  RUN FAILED {run}: {reason}")
+    for refusal in report.refused:
+        log(f"  REFUSED {refusal}")
     log(f"history: {report.history}" + "".join(f"\ntrend: {path}" for path in report.trends))
     log(f"nightly {name}: {'passed' if report.passed else 'FAILED'}")
     return report

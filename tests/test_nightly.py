@@ -116,3 +116,25 @@ def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the
         "night-1": True, "night-2": True, "night-3": False,
     }  # fmt: skip
     assert trend_path(tmp_path / "tables", "smoke", "anml").is_file()
+
+
+def test_a_results_file_the_tables_refuse_fails_the_nightly(tmp_path, monkeypatch, capsys):
+    from dml_core import nightly
+    from dml_core.tables.join import Refusal
+
+    _tiny_anml(tmp_path)
+    (tmp_path / "reproduce" / "anml" / "danml.yaml").unlink()  # the Iris plan alone: seconds
+
+    def reproduce_with_a_refusal(paper, log):
+        report = real_reproduce(paper, log)
+        report.tables.refused.append(Refusal(tmp_path / "forged.json", "field selection: expected 1.01, found 60.0"))
+        return report
+
+    real_reproduce = nightly.reproduce
+    monkeypatch.setattr(nightly, "reproduce", reproduce_with_a_refusal)
+    roots = (tmp_path / "results", tmp_path / "runs", tmp_path / "tables")
+    report = run_nightly(Nightly(["anml"], "smoke", *roots, recipes_dir=tmp_path / "reproduce"), code=CLEAN, now=NOW)
+    assert not report.passed and report.refused == [
+        f"{tmp_path / 'forged.json'}: field selection: expected 1.01, found 60.0"
+    ]
+    assert "REFUSED" in capsys.readouterr().out

@@ -45,5 +45,5 @@ def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp
     assert main([*args, "--set", "training.eval_every=1", "--out", str(out), "--no-progress"]) == 0
     results = load_results(out / "results.json")
     assert results.recipe.id == "ours-sop" and results.recipe.path == "reproduce/damlrrm/ours.yaml"
-    assert results.recipe.content["readings"] == {"damlrrm.lr": "1e-3"}
+    assert results.recipe.content["readings"]["damlrrm.lr"] == "1e-3"
     assert results.timing.iterations == 1 and results.smoke
