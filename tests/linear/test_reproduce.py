@@ -135,3 +135,17 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
     ]
     iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], False, tmp_path)
     assert missing_linear_inputs(iris, tmp_path / "data") == []  # Iris ships with scikit-learn
+
+
+def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
+    from dml_core.output_paths import RECIPES_DIR
+    from dml_core.reproduce import PaperRun
+
+    paper = PaperRun(
+        "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
+        tables_root=tmp_path / "tables", smoke=True, only=["lanml-plus-uci-wine"],
+    )  # fmt: skip
+    plans, linear_runs, _ = paper.preflight()
+    assert plans == [] and [run.name for run in linear_runs] == ["lanml-plus-uci-wine seed 0"]
+    whole_plan = PaperRun(**{**paper.__dict__, "only": ["table2-wine"]})
+    assert len(whole_plan.preflight()[1]) == 4
