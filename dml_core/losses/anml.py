@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
+    MetricLoss,
     anchored_logsumexp,
-    check_batch,
     check_choice,
     indices_to_mask,
     label_masks,
@@ -81,7 +81,7 @@ def danml_distance(embeddings: Tensor, distance: str) -> Tensor:
     return pairwise_matrix(embeddings, embeddings, distance)
 
 
-class DANMLLoss(nn.Module):
+class DANMLLoss(MetricLoss):
     """DANML, anml Eq. 22, per anchor i of the batch:
 
         P_i = -1/g1 log[ (exp(-g1 l1) + sum_{j in S_i} exp(-g1 d_ij)) / (|S_i| + 1) ]   similar-set radius
@@ -118,6 +118,8 @@ class DANMLLoss(nn.Module):
     ``last_terms``: "pos_radius", "neg_radius" (mean P_i and N_i over the anchors used).
     """
 
+    name = "danml"
+
     def __init__(
         self,
         gamma1: float = -2.0,
@@ -130,11 +132,10 @@ class DANMLLoss(nn.Module):
         epsilon: float | None = 0.1,
     ) -> None:
         super().__init__()
-        check_choice(distance, DANML_DISTANCES, "danml", "distance")
-        check_choice(link, tuple(LINKS), "danml", "link")
+        check_choice(distance, DANML_DISTANCES, self.name, "distance")
+        check_choice(link, tuple(LINKS), self.name, "link")
         self.gamma1, self.gamma2, self.lambda1, self.lambda2 = gamma1, gamma2, lambda1, lambda2
         self.distance, self.link, self.margin, self.epsilon = distance, link, margin, epsilon
-        self.last_terms: dict[str, Tensor] = {}
 
     def neighbour_sets(self, dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
         """Boolean (N, N) masks S and D: every positive / negative pair, or those MS mining keeps."""
@@ -143,8 +144,7 @@ class DANMLLoss(nn.Module):
         a1, p, a2, n = multi_similarity_pairs(dist, labels, self.epsilon)
         return indices_to_mask(a1, p, dist.shape), indices_to_mask(a2, n, dist.shape)
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "danml")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = danml_distance(embeddings, self.distance)
         similar, dissimilar = self.neighbour_sets(dist, labels)
         pos_radius = log_exp_mean(dist, similar, self.gamma1, self.lambda1)
@@ -156,10 +156,7 @@ class DANMLLoss(nn.Module):
         if self.lambda2 is None:
             used = used & dissimilar.any(dim=1)
         per_anchor = LINKS[self.link](pos_radius - neg_radius + self.margin)
-        self.last_terms = {
-            "pos_radius": masked_mean(pos_radius, used).detach(),
-            "neg_radius": masked_mean(neg_radius, used).detach(),
-        }
+        self.record_terms(pos_radius=masked_mean(pos_radius, used), neg_radius=masked_mean(neg_radius, used))
         # masked_mean keeps the graph, and gives 0 when no anchor is usable (e.g. a one-class batch).
         return masked_mean(per_anchor, used)
 
@@ -179,6 +176,8 @@ class ImprovedProxyNCALoss(ProxyNCALoss):
     [max_z (d(x, p_y) - d(x, p_z)) - lambda]_+. gamma and lambda are not given by the paper.
     """
 
+    name = "improved_proxy_nca"
+
     def __init__(
         self,
         num_classes: int,
@@ -189,5 +188,5 @@ class ImprovedProxyNCALoss(ProxyNCALoss):
     ) -> None:
         super().__init__(num_classes, embedding_dim, scale=gamma, exclude_positive=exclude_positive, offset=lam)
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        return super().forward(embeddings, labels) / self.scale
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
+        return super().compute_loss(embeddings, labels) / self.scale

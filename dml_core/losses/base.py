@@ -1,4 +1,10 @@
-"""Shared pieces of every loss: the pairwise matrix, label masks, masked reductions, proxies.
+"""What every loss shares: the ``MetricLoss`` base class, and the pieces losses are written with (the pairwise
+matrix, label masks, masked reductions, proxies).
+
+A loss is a ``MetricLoss``: a ``name`` (its registry name, which its errors carry), the batch check before every
+forward, and ``last_terms``, the record of its terms. A composite loss (cgml, drml) is a ``CompositeLoss``: it
+receives the base losses it wraps already built; its ``from_recipe`` says how a recipe's ``base`` (a loss name)
+and ``base_params`` become them, with a ``BaseLossBuilder`` the registry hands it.
 
 Conventions used throughout ``dml_core.losses``:
 
@@ -14,11 +20,12 @@ Conventions used throughout ``dml_core.losses``:
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Protocol
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from dml_core.errors import InputError
 
@@ -48,6 +55,58 @@ def check_batch(embeddings: Tensor, labels: Tensor, owner: str) -> None:
             f"{owner}: labels must be a 1-D integer tensor of length {embeddings.shape[0]}; got shape "
             f"{tuple(labels.shape)} dtype {labels.dtype}"
         )
+
+
+class MetricLoss(nn.Module):
+    """The base of every loss: its registry ``name``, the batch check and the record of its terms.
+
+    A loss sets ``name`` and implements ``compute_loss(embeddings, labels)``. ``forward`` checks the batch first
+    (``check_inputs``: (N, D) float embeddings and (N,) integer labels, else an ``InputError`` that starts with
+    the loss's name), then computes. A loss made of several terms records them with ``record_terms`` on every
+    forward; ``last_terms`` holds them detached (the trainer logs them) and stays empty for the others.
+    """
+
+    name: ClassVar[str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_terms: dict[str, Tensor] = {}
+
+    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
+        self.check_inputs(embeddings, labels)
+        return self.compute_loss(embeddings, labels)
+
+    def check_inputs(self, embeddings: Tensor, labels: Tensor) -> None:
+        check_batch(embeddings, labels, self.name)
+
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} does not implement compute_loss")
+
+    def record_terms(self, **terms: Tensor) -> None:
+        """Keep this forward's terms, detached, in ``last_terms``."""
+        self.last_terms = {key: value.detach() for key, value in terms.items()}
+
+
+class BaseLossBuilder(Protocol):
+    """Builds the registered loss ``name`` with ``params``, the run's ``num_classes`` and an ``embedding_dim``
+    filled in where that loss takes them and ``params`` leaves them unset (the registry's ``with_run_values``)."""
+
+    def __call__(
+        self, name: str, params: Mapping[str, Any] | None, num_classes: int | None, embedding_dim: int | None
+    ) -> nn.Module: ...
+
+
+class CompositeLoss(MetricLoss):
+    """A loss around base losses it receives built (its constructor's required arguments).
+
+    A recipe names the base loss (``base``) and gives its parameters (``base_params``); ``from_recipe`` takes
+    those, builds the base loss(es) with ``build_base`` and constructs the composite. Its parameters, then the
+    constructor's optional ones, are what a recipe may set (``registry.loss_parameters``).
+    """
+
+    @classmethod
+    def from_recipe(cls, build_base: BaseLossBuilder, base: str, **params: Any) -> CompositeLoss:
+        raise NotImplementedError(f"{cls.__name__} does not implement from_recipe")
 
 
 def is_similarity(distance: str) -> bool:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
-    check_batch,
+    MetricLoss,
     check_choice,
     is_similarity,
     label_masks,
@@ -16,7 +16,7 @@ from dml_core.losses.base import (
 )
 
 
-class BinomialDevianceLoss(nn.Module):
+class BinomialDevianceLoss(MetricLoss):
     """Yi et al. 2014: sum_ij W_ij log(1 + exp(-alpha (S_ij - beta) M_ij)) on cosine similarity S, with
     M_ij = 1 for a positive pair and -C for a negative pair, and W_ij = 1/#positive pairs or
     1/#negative pairs. So the loss is
@@ -28,18 +28,18 @@ class BinomialDevianceLoss(nn.Module):
     binomial deviance loss; the tests check hand-computed cases. ``last_terms``: "pos", "neg".
     """
 
+    name = "binomial"
+
     def __init__(self, alpha: float = 2.0, beta: float = 0.5, neg_cost: float = 25.0, distance: str = "cosine") -> None:
         super().__init__()
-        check_choice(distance, tuple(d for d in DISTANCES if is_similarity(d)), "binomial", "distance")
+        check_choice(distance, tuple(d for d in DISTANCES if is_similarity(d)), self.name, "distance")
         self.alpha, self.beta, self.neg_cost, self.distance = alpha, beta, neg_cost, distance
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "binomial")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         sim = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         shifted = self.alpha * (sim - self.beta)
         pos_loss = masked_mean(F.softplus(-shifted), pos)
         neg_loss = masked_mean(F.softplus(self.neg_cost * shifted), neg)
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + neg_loss

@@ -1,11 +1,12 @@
 """CGML: the graph-consistency regulariser of Chen, Li, Yan, Wang and Zhang (AAAI 2021), Eqs. 1-4.
 
-``GraphConsistencyLoss`` wraps any registered base loss L_m (triplet, npair, binomial, ranked_list,
-multi_similarity, ...) and adds lambda times the graph-consistency term of two class-aligned graphs.
+``GraphConsistencyLoss`` wraps a built base loss L_m (triplet, npair, binomial, ranked_list, multi_similarity,
+...) and adds lambda times the graph-consistency term of two class-aligned graphs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import torch
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dml_core.errors import InputError
-from dml_core.losses.base import check_batch, check_choice, pairwise_matrix
+from dml_core.losses.base import BaseLossBuilder, CompositeLoss, check_choice, pairwise_matrix
 from dml_core.losses.damlrrm import split_streams
 
 FORMS = ("upper_bound", "frobenius")
@@ -69,10 +70,11 @@ def graph_consistency(first: Tensor, second: Tensor, bandwidth: float | Tensor, 
     return torch.where(squared > 0, squared, torch.ones_like(squared)).sqrt() * (squared > 0)
 
 
-class GraphConsistencyLoss(nn.Module):
+class GraphConsistencyLoss(CompositeLoss):
     """L = L_m + lambda L_gc (Eq. 4): a base loss plus the graph-consistency regulariser.
 
-    ``base`` names a registered loss, built with ``base_params``. The batch holds two class-aligned graphs:
+    ``base`` is the built base loss L_m (a recipe names it and gives its parameters: ``from_recipe``). The batch
+    holds two class-aligned graphs:
       ``graphs="two_batches"`` (default) the paired sampler's ``[A | B]`` (split by ``group_sizes``), each m
         classes x n images in the same class order, drawn independently (Proposition 1; the introduction's
         "select m classes with n/m instances each class for two times");
@@ -92,10 +94,11 @@ class GraphConsistencyLoss(nn.Module):
     ``last_terms``: "base", "graph_consistency", and "bandwidth" (the sigma used) under "median".
     """
 
+    name = "cgml"
+
     def __init__(
         self,
-        base: str,
-        base_params: dict[str, Any] | None = None,
+        base: nn.Module,
         lambda_: float = 0.002,
         bandwidth: float | Literal["median"] = 1.0,
         form: str = "upper_bound",
@@ -105,25 +108,38 @@ class GraphConsistencyLoss(nn.Module):
         graph_on: Literal["embeddings", "normalized"] = "embeddings",
     ) -> None:
         super().__init__()
-        from dml_core.losses.registry import build_loss  # the registry imports this module
-
-        check_choice(form, FORMS, "cgml", "form")
-        check_choice(graphs, GRAPHS, "cgml", "graphs")
-        check_choice(base_on, BASE_ON, "cgml", "base_on")
-        check_choice(graph_on, GRAPH_ON, "cgml", "graph_on")
-        if base == "cgml":
-            raise InputError("cgml: base must be a plain loss, not cgml itself")
+        if not isinstance(base, nn.Module):
+            raise InputError(
+                f"cgml: base must be a built loss; got {base!r} (build_loss('cgml', base=NAME, ...) builds it by name)"
+            )
+        check_choice(form, FORMS, self.name, "form")
+        check_choice(graphs, GRAPHS, self.name, "graphs")
+        check_choice(base_on, BASE_ON, self.name, "base_on")
+        check_choice(graph_on, GRAPH_ON, self.name, "graph_on")
         if isinstance(bandwidth, str):
-            check_choice(bandwidth, BANDWIDTH_RULES, "cgml", "bandwidth")
+            check_choice(bandwidth, BANDWIDTH_RULES, self.name, "bandwidth")
         elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float) or not bandwidth > 0:
             raise InputError(
                 f"cgml: bandwidth must be positive or one of {', '.join(BANDWIDTH_RULES)}; got {bandwidth}"
             )
-        self.base = build_loss(base, **dict(base_params or {}))
+        self.base = base
         self.lambda_, self.bandwidth, self.form, self.graphs, self.base_on = lambda_, bandwidth, form, graphs, base_on
         self.graph_on = graph_on
         self.group_sizes = None if group_sizes is None else tuple(group_sizes)
-        self.last_terms: dict[str, Tensor] = {}
+
+    @classmethod
+    def from_recipe(
+        cls,
+        build_base: BaseLossBuilder,
+        base: str,
+        base_params: Mapping[str, Any] | None = None,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
+        **options: Any,
+    ) -> GraphConsistencyLoss:
+        """cgml as a recipe writes it: ``base`` names the base loss, ``base_params`` gives its parameters; the base
+        loss gets the run's ``num_classes`` and ``embedding_dim`` where it takes them."""
+        return cls(build_base(base, base_params, num_classes, embedding_dim), **options)
 
     def split_graphs(self, embeddings: Tensor, labels: Tensor) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
         """(X', labels'), (X'', labels'') from the batch, as ``graphs`` says."""
@@ -149,8 +165,7 @@ class GraphConsistencyLoss(nn.Module):
             x1, x2 = F.normalize(x1, dim=1), F.normalize(x2, dim=1)
         return x1, x2, median_bandwidth(x1, x2) if self.bandwidth == "median" else self.bandwidth
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "cgml")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         (x1, y1), (x2, y2) = self.split_graphs(embeddings, labels)
         if self.base_on == "union":
             base = self.base(embeddings, labels)
@@ -158,7 +173,6 @@ class GraphConsistencyLoss(nn.Module):
             base = (self.base(x1, y1) + self.base(x2, y2)) / 2
         x1, x2, sigma = self.graph_inputs(x1, x2)
         regulariser = graph_consistency(x1, x2, sigma, self.form)
-        self.last_terms = {"base": base.detach(), "graph_consistency": regulariser.detach()}
-        if isinstance(sigma, Tensor):
-            self.last_terms["bandwidth"] = sigma
+        bandwidth = {"bandwidth": sigma} if isinstance(sigma, Tensor) else {}
+        self.record_terms(base=base, graph_consistency=regulariser, **bandwidth)
         return base + self.lambda_ * regulariser

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
-    check_batch,
+    MetricLoss,
     check_choice,
     label_masks,
     margin_gap,
@@ -19,7 +19,7 @@ from dml_core.losses.base import (
 REDUCTIONS = ("mean_nonzero", "mean")
 
 
-class ContrastiveLoss(nn.Module):
+class ContrastiveLoss(MetricLoss):
     """Pull positive pairs inside ``pos_margin``, push negative pairs beyond ``neg_margin``.
 
     Per ordered pair (i, j), i != j, with D the ``distance``:
@@ -32,6 +32,8 @@ class ContrastiveLoss(nn.Module):
     each term over all its pairs. ``last_terms``: "pos", "neg".
     """
 
+    name = "contrastive"
+
     def __init__(
         self,
         pos_margin: float = 0.0,
@@ -41,14 +43,12 @@ class ContrastiveLoss(nn.Module):
         reduction: str = "mean_nonzero",
     ) -> None:
         super().__init__()
-        check_choice(distance, DISTANCES, "contrastive", "distance")
-        check_choice(reduction, REDUCTIONS, "contrastive", "reduction")
+        check_choice(distance, DISTANCES, self.name, "distance")
+        check_choice(reduction, REDUCTIONS, self.name, "reduction")
         self.pos_margin, self.neg_margin = pos_margin, neg_margin
         self.distance, self.power, self.reduction = distance, power, reduction
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "contrastive")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         pos_terms = torch.relu(margin_gap(mat, self.pos_margin, self.distance)).pow(self.power)
@@ -58,5 +58,5 @@ class ContrastiveLoss(nn.Module):
             neg_loss = mean_nonzero(neg_terms * neg)
         else:
             pos_loss, neg_loss = masked_mean(pos_terms, pos), masked_mean(neg_terms, neg)
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + neg_loss

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.errors import InputError
-from dml_core.losses.base import check_batch, check_choice, mean_nonzero, pairwise_matrix, zero_loss
+from dml_core.losses.base import MetricLoss, check_choice, mean_nonzero, pairwise_matrix, zero_loss
 from dml_core.losses.spanning_tree import class_forest, forest_mask
 
 POSITIVE_PAIRS = ("tree", "all")
@@ -43,7 +43,7 @@ def squared_hinge_terms(dist: Tensor, positive: Tensor, negative: Tensor, alpha:
     return pos.pow(2) + neg.pow(2)
 
 
-class DAMLRRMLoss(nn.Module):
+class DAMLRRMLoss(MetricLoss):
     """L = L_g + L_s (Eq. 6) on a two-stream batch ``[neat | shuffled]`` (split by ``group_sizes``).
 
     Graph loss (Eq. 4), on the neat stream: per class, a minimum-cost spanning tree by Prim's algorithm
@@ -72,6 +72,8 @@ class DAMLRRMLoss(nn.Module):
     ``last_terms``: "graph", "shuffled".
     """
 
+    name = "damlrrm"
+
     def __init__(
         self,
         alpha: float = 30.0,
@@ -84,16 +86,15 @@ class DAMLRRMLoss(nn.Module):
         distance: str = "euclidean",
     ) -> None:
         super().__init__()
-        check_choice(positive_pairs, POSITIVE_PAIRS, "damlrrm", "positive_pairs")
-        check_choice(shuffled_negatives, SHUFFLED_NEGATIVES, "damlrrm", "shuffled_negatives")
-        check_choice(distance, DAMLRRM_DISTANCES, "damlrrm", "distance")
+        check_choice(positive_pairs, POSITIVE_PAIRS, self.name, "positive_pairs")
+        check_choice(shuffled_negatives, SHUFFLED_NEGATIVES, self.name, "shuffled_negatives")
+        check_choice(distance, DAMLRRM_DISTANCES, self.name, "distance")
         if not (use_graph_loss or use_shuffled_loss):
             raise InputError("damlrrm: use_graph_loss and use_shuffled_loss cannot both be false")
         self.alpha, self.beta, self.distance = alpha, beta, distance
         self.group_sizes = None if group_sizes is None else tuple(group_sizes)
         self.positive_pairs, self.shuffled_negatives = positive_pairs, shuffled_negatives
         self.use_graph_loss, self.use_shuffled_loss = use_graph_loss, use_shuffled_loss
-        self.last_terms: dict[str, Tensor] = {}
 
     def graph_loss(self, neat: Tensor, labels: Tensor) -> Tensor:
         """Eq. 4 on the neat stream."""
@@ -127,10 +128,9 @@ class DAMLRRMLoss(nn.Module):
             terms = torch.cat([terms, within_terms.flatten()])
         return mean_nonzero(terms)
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "damlrrm")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         (neat, neat_labels), (shuffled, shuffled_labels) = split_streams(
-            embeddings, labels, self.group_sizes, "damlrrm"
+            embeddings, labels, self.group_sizes, self.name
         )
         if self.use_shuffled_loss and len(shuffled) == 0:
             raise InputError("damlrrm: the shuffled loss needs a two-stream batch (sampler two_stream)")
@@ -139,5 +139,5 @@ class DAMLRRMLoss(nn.Module):
             shuffled_term = self.shuffled_loss(neat, neat_labels, shuffled, shuffled_labels)
         else:
             shuffled_term = zero_loss(embeddings)
-        self.last_terms = {"graph": graph.detach(), "shuffled": shuffled_term.detach()}
+        self.record_terms(graph=graph, shuffled=shuffled_term)
         return graph + shuffled_term

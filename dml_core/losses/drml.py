@@ -8,7 +8,7 @@ the reconstruction loss and the embedding loss, weighted by lambda1 and lambda2.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dml_core.errors import InputError
-from dml_core.losses.base import zero_loss
+from dml_core.losses.base import BaseLossBuilder, CompositeLoss, check_batch, zero_loss
 
 
 @runtime_checkable
@@ -29,23 +29,28 @@ class RelationalBatch(Protocol):
     reconstruction_error: Tensor  # ||p_k(g_k(y)) - y||_2, (N, K)
 
 
-def _build_base_loss(name: str, params: Mapping[str, Any], num_classes: int | None, embedding_dim: int) -> nn.Module:
-    """One instance of the base metric loss; ``num_classes`` / ``embedding_dim`` filled in when it takes them and
-    ``params`` does not set them (the same rule as the trainer's ``build_loss_for``)."""
-    # Imported here: the registry imports this module to register DRML.
-    from dml_core.losses.registry import LOSSES, build_loss, loss_parameters
+def drml_widths(num_features: int, feature_dim: int | None, embedding_dim: int | None) -> tuple[int | None, int | None]:
+    """(feature_dim, embedding_dim): the width of J_m's inputs g_k and of J_emb's z = [g_1 ... g_K], each derived
+    from the other when unset (z is K times as wide as a g_k).
 
-    if name == "drml":
-        raise InputError("loss 'drml': base must be a plain metric loss, not 'drml' itself")
-    filled = dict(params)
-    accepted = loss_parameters(name) if name in LOSSES else {}  # build_loss reports unknown names
-    for key, value in {"num_classes": num_classes, "embedding_dim": embedding_dim}.items():
-        if key in accepted and key not in filled and value is not None:
-            filled[key] = value
-    return build_loss(name, **filled)
+    >>> drml_widths(4, None, 512), drml_widths(4, 128, None)
+    ((128, 512), (128, 512))
+    """
+    if num_features < 1:
+        raise InputError(f"loss 'drml': num_features must be a positive integer; got {num_features}")
+    if feature_dim is None and embedding_dim is not None:
+        if embedding_dim % num_features:
+            raise InputError(
+                f"loss 'drml': embedding_dim {embedding_dim} is not num_features ({num_features}) x feature_dim; "
+                "set feature_dim to the head's dim"
+            )
+        feature_dim = embedding_dim // num_features
+    if embedding_dim is None and feature_dim is not None:
+        embedding_dim = num_features * feature_dim
+    return feature_dim, embedding_dim
 
 
-class DRMLLoss(nn.Module):
+class DRMLLoss(CompositeLoss):
     """J = w_ensem * J_ensem + lambda1 * J_recon + lambda2 * J_emb (Eq. 10), lambda1 = 0.1, lambda2 = 10 (Sec. 4.2).
 
     - Routing (Eq. 3): k*(x) = argmin_k ||p_k(g_k(y)) - y||_2 (``reconstruction_error``'s argmin; no gradient).
@@ -60,67 +65,99 @@ class DRMLLoss(nn.Module):
     - J_emb = J_m on the relation-aware embedding z (Eq. 9) of every sample; the head keeps it off the trunk and
       the individual FCs (Sec. 3.3).
 
-    The paper uses "the same discriminative loss" for J_m and J_emb (Sec. 3.3): ``base`` and ``base_params``
-    (e.g. ``"proxy_anchor"``, ``"triplet"`` with ``mining: semihard``, ``"margin"`` with distance-weighted
-    sampling) build K + 1 instances, or 2 with ``shared_branch_loss``.
+    The paper uses "the same discriminative loss" for J_m and J_emb (Sec. 3.3): the loss receives its built
+    instances, ``branch_losses`` (J_m: one per branch, or one shared by all) and ``embedding_loss`` (J_emb). A recipe
+    names it with ``base`` and ``base_params`` (e.g. ``"proxy_anchor"``, ``"triplet"`` with ``mining: semihard``,
+    ``"margin"`` with distance-weighted sampling); ``from_recipe`` builds K + 1 instances, or 2 with
+    ``shared_branch_loss``.
 
     Choices where the paper is silent (papers/drml/method.md, section 3), all parameters:
-    - ``shared_branch_loss``: False gives every branch its own J_m instance (own proxies of ``feature_dim``); True
-      shares one across branches. J_emb always has its own, of ``embedding_dim`` (= K * feature_dim).
+    - ``shared_branch_loss`` (of ``from_recipe``): False gives every branch its own J_m instance (own proxies of
+      ``feature_dim``); True shares one across branches. J_emb always has its own, of ``embedding_dim``
+      (= K * feature_dim).
     - ``normalize_individual``: L2-normalise g_k before J_m (True: the margin loss and distance-weighted sampling
       assume unit vectors; the released code normalises its nodes, the head's ``normalize_nodes``). z is
       normalised by the head (``normalize``).
     - ``weight_ensem``: 1 in the paper; 0 gives Table 3's "w/o J_ensem" (lambda1 = 0 / lambda2 = 0 the others).
-    - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim``;
-      ``feature_dim`` defaults to ``embedding_dim // num_features``.
+    - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim`` (``feature_dim``
+      None: not checked); ``from_recipe`` derives ``feature_dim`` from ``embedding_dim`` (``drml_widths``).
     ``num_classes`` and ``embedding_dim`` are filled in by the trainer. ``last_terms``: "ensem", "recon", "emb"
     and "branch_<k>", the fraction of the batch routed to branch k (Fig. 5).
     """
 
+    name = "drml"
+
     def __init__(
         self,
+        branch_losses: Sequence[nn.Module],
+        embedding_loss: nn.Module,
+        num_features: int,
+        feature_dim: int | None = None,
+        lambda_recon: float = 0.1,
+        lambda_emb: float = 10.0,
+        weight_ensem: float = 1.0,
+        normalize_individual: bool = True,
+    ) -> None:
+        super().__init__()
+        if num_features < 1 or len(branch_losses) not in (1, num_features):
+            raise InputError(
+                f"loss 'drml': expected one branch loss per feature (num_features {num_features}) or one shared; "
+                f"got {len(branch_losses)}"
+            )
+        self.num_features, self.feature_dim = num_features, feature_dim
+        self.lambda_recon, self.lambda_emb, self.weight_ensem = lambda_recon, lambda_emb, weight_ensem
+        self.normalize_individual = normalize_individual
+        self.branch_losses = nn.ModuleList(branch_losses)
+        self.embedding_loss = embedding_loss
+
+    @classmethod
+    def from_recipe(
+        cls,
+        build_base: BaseLossBuilder,
         base: str,
         base_params: Mapping[str, Any] | None = None,
         num_classes: int | None = None,
         embedding_dim: int | None = None,
         num_features: int = 4,
         feature_dim: int | None = None,
-        lambda_recon: float = 0.1,
-        lambda_emb: float = 10.0,
-        weight_ensem: float = 1.0,
-        normalize_individual: bool = True,
         shared_branch_loss: bool = False,
-    ) -> None:
-        super().__init__()
-        if num_features < 1:
-            raise InputError(f"loss 'drml': num_features must be a positive integer; got {num_features}")
-        if feature_dim is None and embedding_dim is not None:
-            if embedding_dim % num_features:
-                raise InputError(
-                    f"loss 'drml': embedding_dim {embedding_dim} is not num_features ({num_features}) x feature_dim; "
-                    "set feature_dim to the head's dim"
-                )
-            feature_dim = embedding_dim // num_features
-        if embedding_dim is None and feature_dim is not None:
-            embedding_dim = num_features * feature_dim
-        params = dict(base_params or {})
-        self.base = base
-        self.num_features, self.feature_dim = num_features, feature_dim
-        self.lambda_recon, self.lambda_emb, self.weight_ensem = lambda_recon, lambda_emb, weight_ensem
-        self.normalize_individual = normalize_individual
+        **objective: Any,
+    ) -> DRMLLoss:
+        """DRML as a recipe writes it: the base loss by name (``base``, ``base_params``), built K times (once with
+        ``shared_branch_loss``) at ``feature_dim`` for the branches and once at ``embedding_dim`` for J_emb."""
+        feature_dim, embedding_dim = drml_widths(num_features, feature_dim, embedding_dim)
         count = 1 if shared_branch_loss else num_features
-        self.branch_losses = nn.ModuleList(
-            _build_base_loss(base, params, num_classes, feature_dim) for _ in range(count)
-        )
-        self.embedding_loss = _build_base_loss(base, params, num_classes, embedding_dim)
-        self.last_terms: dict[str, Tensor] = {}
+        branch_losses = [build_base(base, base_params, num_classes, feature_dim) for _ in range(count)]
+        embedding_loss = build_base(base, base_params, num_classes, embedding_dim)
+        return cls(branch_losses, embedding_loss, num_features, feature_dim, **objective)
 
     def branch_loss(self, k: int) -> nn.Module:
         """The J_m instance of branch ``k``."""
         return self.branch_losses[k % len(self.branch_losses)]
 
-    def forward(self, output: RelationalBatch, labels: Tensor) -> Tensor:
-        individual = self._checked_individual(output)
+    def check_inputs(self, output: RelationalBatch, labels: Tensor) -> None:
+        if not isinstance(output, RelationalBatch):
+            raise InputError(
+                "loss 'drml': expected the relational head's output (embedding, individual, reconstruction_error); "
+                f"got {type(output).__name__}: set model.head.name to 'relational'"
+            )
+        check_batch(output.embedding, labels, self.name)
+        individual = output.individual
+        expected = (self.num_features, self.feature_dim or individual.shape[-1])
+        if individual.dim() != 3 or tuple(individual.shape[1:]) != expected:
+            raise InputError(
+                f"loss 'drml': individual features must be (N, num_features, feature_dim) = (N, {expected[0]}, "
+                f"{expected[1]}); got {tuple(individual.shape)}: match the loss's num_features / feature_dim to the "
+                "head's num_features / dim"
+            )
+        if tuple(output.reconstruction_error.shape) != tuple(individual.shape[:2]):
+            raise InputError(
+                f"loss 'drml': reconstruction_error must be (N, num_features) = {tuple(individual.shape[:2])}; got "
+                f"{tuple(output.reconstruction_error.shape)}"
+            )
+
+    def compute_loss(self, output: RelationalBatch, labels: Tensor) -> Tensor:
+        individual = output.individual
         if self.normalize_individual:
             individual = F.normalize(individual, dim=2)
         routing = output.reconstruction_error.detach().argmin(dim=1)  # k*(x), Eq. 3
@@ -136,28 +173,7 @@ class DRMLLoss(nn.Module):
         ensem = torch.stack(branch_terms).sum()
         recon = output.reconstruction_error.mean()
         emb = self.embedding_loss(output.embedding, labels)
-        self.last_terms = {"ensem": ensem.detach(), "recon": recon.detach(), "emb": emb.detach()}
         shares = F.one_hot(routing, self.num_features).to(recon.dtype).mean(dim=0)
-        self.last_terms.update({f"branch_{k}": share for k, share in enumerate(shares.detach())})
+        branch_shares = {f"branch_{k}": share for k, share in enumerate(shares)}
+        self.record_terms(ensem=ensem, recon=recon, emb=emb, **branch_shares)
         return self.weight_ensem * ensem + self.lambda_recon * recon + self.lambda_emb * emb
-
-    def _checked_individual(self, output: object) -> Tensor:
-        if not isinstance(output, RelationalBatch):
-            raise InputError(
-                "loss 'drml': expected the relational head's output (embedding, individual, reconstruction_error); "
-                f"got {type(output).__name__}: set model.head.name to 'relational'"
-            )
-        individual = output.individual
-        expected = (self.num_features, self.feature_dim or individual.shape[-1])
-        if individual.dim() != 3 or tuple(individual.shape[1:]) != expected:
-            raise InputError(
-                f"loss 'drml': individual features must be (N, num_features, feature_dim) = (N, {expected[0]}, "
-                f"{expected[1]}); got {tuple(individual.shape)}: match the loss's num_features / feature_dim to the "
-                "head's num_features / dim"
-            )
-        if tuple(output.reconstruction_error.shape) != tuple(individual.shape[:2]):
-            raise InputError(
-                f"loss 'drml': reconstruction_error must be (N, num_features) = {tuple(individual.shape[:2])}; got "
-                f"{tuple(output.reconstruction_error.shape)}"
-            )
-        return individual

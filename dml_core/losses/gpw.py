@@ -22,10 +22,10 @@ Choices where the paper is silent (each one a constructor parameter, see the rec
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.errors import InputError
-from dml_core.losses.base import check_batch, check_choice, indices_to_mask, label_masks, pairwise_matrix
+from dml_core.losses.base import MetricLoss, check_choice, indices_to_mask, label_masks, pairwise_matrix
 from dml_core.losses.mining import hard_triplets, multi_similarity_pairs
 
 WEIGHTINGS: tuple[str, ...] = ("constant", "power", "exponential")
@@ -87,7 +87,7 @@ def _check_unused(owner: str, weighting: str, used_by: dict[str, tuple[str, floa
             )
 
 
-class GeneralPairWeightingLoss(nn.Module):
+class GeneralPairWeightingLoss(MetricLoss):
     """gpw's pair-based weighting loss (Eq. 18) with threshold mining (Eqs. 16-17):
 
         L_i = sum_{y_ij=1, D_ij >= m1} w+_ij [D_ij - m1]_+  +  sum_{y_ij=0, D_ij <= m2} w-_ij [m2 - D_ij]_+
@@ -102,6 +102,8 @@ class GeneralPairWeightingLoss(nn.Module):
     "Square", used with constant normalised weights, footnote 8). See the module docstring for
     ``normalization_scope``. ``last_terms``: "pos", "neg".
     """
+
+    name = "gpw_pair"
 
     def __init__(
         self,
@@ -118,18 +120,17 @@ class GeneralPairWeightingLoss(nn.Module):
         distance: str = "euclidean",
     ) -> None:
         super().__init__()
-        owner = "gpw_pair"
-        _check_options(owner, weighting, normalization_scope, distance, {"p": p, "q": q})
+        _check_options(self.name, weighting, normalization_scope, distance, {"p": p, "q": q})
         families = {
             "p": ("power", p),
             "q": ("power", q),
             "alpha": ("exponential", alpha),
             "beta": ("exponential", beta),
         }
-        _check_unused(owner, weighting, families)
+        _check_unused(self.name, weighting, families)
         if not 0 <= pos_margin <= neg_margin:
             raise InputError(
-                f"{owner}: expected 0 <= pos_margin (m1) <= neg_margin (m2); got {pos_margin}, {neg_margin}"
+                f"{self.name}: expected 0 <= pos_margin (m1) <= neg_margin (m2); got {pos_margin}, {neg_margin}"
             )
         self.pos_margin, self.neg_margin = pos_margin, neg_margin
         self.weighting = weighting
@@ -137,10 +138,8 @@ class GeneralPairWeightingLoss(nn.Module):
         self.pos_exponent = alpha if weighting == "exponential" else p
         self.neg_exponent = beta if weighting == "exponential" else q
         self.epsilon, self.distance = epsilon, distance
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "gpw_pair")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         pos_gap, neg_gap = dist - self.pos_margin, self.neg_margin - dist
@@ -157,11 +156,11 @@ class GeneralPairWeightingLoss(nn.Module):
         neg_loss = (w_neg * torch.relu(neg_gap)).sum()
         if not (self.normalize_weights and scope == "batch"):
             pos_loss, neg_loss = pos_loss / len(labels), neg_loss / len(labels)
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + neg_loss
 
 
-class GeneralTripletWeightingLoss(nn.Module):
+class GeneralTripletWeightingLoss(MetricLoss):
     """gpw's triplet-based weighting loss (Eq. 21):
 
         L_i = sum_{(i, j, k) mined} w_ijk [D_ij - D_ik + m]_+ ,   L = 1/N sum_i L_i
@@ -175,6 +174,8 @@ class GeneralTripletWeightingLoss(nn.Module):
     tensor): fine for the paper's batches of 80 and 320.
     """
 
+    name = "gpw_triplet"
+
     def __init__(
         self,
         margin: float = 0.1,
@@ -187,18 +188,16 @@ class GeneralTripletWeightingLoss(nn.Module):
         distance: str = "euclidean",
     ) -> None:
         super().__init__()
-        owner = "gpw_triplet"
-        _check_options(owner, weighting, normalization_scope, distance, {"p": p})
-        _check_unused(owner, weighting, {"p": ("power", p), "alpha": ("exponential", alpha)})
-        check_choice(mining, GPW_TRIPLET_MININGS, owner, "mining")
+        _check_options(self.name, weighting, normalization_scope, distance, {"p": p})
+        _check_unused(self.name, weighting, {"p": ("power", p), "alpha": ("exponential", alpha)})
+        check_choice(mining, GPW_TRIPLET_MININGS, self.name, "mining")
         if margin < 0:
-            raise InputError(f"{owner}: margin must be >= 0 (Eq. 19); got {margin}")
+            raise InputError(f"{self.name}: margin must be >= 0 (Eq. 19); got {margin}")
         self.margin, self.weighting, self.mining, self.distance = margin, weighting, mining, distance
         self.exponent = alpha if weighting == "exponential" else p
         self.normalize_weights, self.normalization_scope = normalize_weights, normalization_scope
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "gpw_triplet")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         gap = dist.unsqueeze(2) - dist.unsqueeze(1) + self.margin  # gap[i, j, k] = D_ij - D_ik + m

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
+    MetricLoss,
     anchored_logsumexp,
     as_dissimilarity,
-    check_batch,
     check_choice,
     label_masks,
     margin_gap,
@@ -18,7 +18,7 @@ from dml_core.losses.base import (
 )
 
 
-class LiftedStructureLoss(nn.Module):
+class LiftedStructureLoss(MetricLoss):
     """Song et al. 2016, Eq. 4 (the smooth upper bound), on Euclidean distances with margin 1:
 
         J_ij = log( sum_{k in N_i} exp(m - D_ik) + sum_{l in N_j} exp(m - D_jl) ) + D_ij
@@ -30,13 +30,14 @@ class LiftedStructureLoss(nn.Module):
     ``GeneralizedLiftedStructureLoss``, the per-anchor form of Hermans et al. 2017 that anml's Eq. 23 uses).
     """
 
+    name = "lifted"
+
     def __init__(self, margin: float = 1.0, distance: str = "euclidean") -> None:
         super().__init__()
-        check_choice(distance, DISTANCES, "lifted", "distance")
+        check_choice(distance, DISTANCES, self.name, "distance")
         self.margin, self.distance = margin, distance
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "lifted")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         neg_lse = masked_logsumexp(margin_gap(self.margin, mat, self.distance), neg)  # (N,) per anchor
@@ -48,7 +49,7 @@ class LiftedStructureLoss(nn.Module):
         return terms.sum() / (2 * keep.sum().clamp(min=1))
 
 
-class GeneralizedLiftedLoss(nn.Module):
+class GeneralizedLiftedLoss(MetricLoss):
     """Per-anchor ("generalized") lifted structure, with anml's adaptive options (anml Eqs. 23 and 25):
 
         P_i = 1/g1 log( [exp(-g1 l1)] + sum_{j in P_i} exp(-g1 S_ij) )      (soft -min of positive S)
@@ -64,6 +65,8 @@ class GeneralizedLiftedLoss(nn.Module):
     Anchors without a positive or a negative contribute 0.
     """
 
+    name = "generalized_lifted"
+
     def __init__(
         self,
         margin: float = 1.0,
@@ -74,7 +77,7 @@ class GeneralizedLiftedLoss(nn.Module):
         neg_anchor: float | None = None,
     ) -> None:
         super().__init__()
-        check_choice(distance, DISTANCES, "generalized_lifted", "distance")
+        check_choice(distance, DISTANCES, self.name, "distance")
         self.margin, self.distance = margin, distance
         self.pos_scale, self.neg_scale = pos_scale, neg_scale
         self.pos_anchor, self.neg_anchor = pos_anchor, neg_anchor
@@ -84,8 +87,7 @@ class GeneralizedLiftedLoss(nn.Module):
         fixed = None if anchor is None else scale * as_dissimilarity(anchor, self.distance)
         return anchored_logsumexp(scale * dissim, mask, fixed) / scale
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "generalized_lifted")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dissim = as_dissimilarity(pairwise_matrix(embeddings, embeddings, self.distance), self.distance)
         pos, neg = label_masks(labels)
         pos_term = self._soft_extreme(dissim, pos, self.pos_scale, self.pos_anchor)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from dml_core.losses.base import check_batch, check_choice, pairwise_matrix
+from dml_core.losses.base import MetricLoss, check_choice, pairwise_matrix
 from dml_core.losses.mining import all_triplets, distance_weighted_triplets
 
 SAMPLINGS = ("distance_weighted", "all")
 
 
-class MarginLoss(nn.Module):
+class MarginLoss(MetricLoss):
     """Wu et al. 2017, Eq. 3, on Euclidean distances between L2-normalised embeddings:
 
         l(i, j) = [margin + y_ij (D_ij - beta)]_+        (y_ij = +1 positive, -1 negative)
@@ -28,6 +28,8 @@ class MarginLoss(nn.Module):
     embeddings' device; "all" uses every triplet. ``last_terms``: "pos", "neg", "beta_reg".
     """
 
+    name = "margin"
+
     def __init__(
         self,
         margin: float = 0.2,
@@ -41,7 +43,7 @@ class MarginLoss(nn.Module):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        check_choice(sampling, SAMPLINGS, "margin", "sampling")
+        check_choice(sampling, SAMPLINGS, self.name, "sampling")
         self.margin, self.nu, self.sampling, self.learn_beta = margin, nu, sampling, learn_beta
         self.cutoff, self.nonzero_loss_cutoff, self.seed = cutoff, nonzero_loss_cutoff, seed
         initial = torch.full((num_classes or 1,), float(beta))
@@ -50,7 +52,6 @@ class MarginLoss(nn.Module):
         else:
             self.register_buffer("beta", initial)
         self._generator: torch.Generator | None = None
-        self.last_terms: dict[str, Tensor] = {}
 
     def _sampler(self, device: torch.device) -> torch.Generator:
         # One generator per loss, made on first use on the embeddings' device: seeded, so reproducible.
@@ -68,8 +69,7 @@ class MarginLoss(nn.Module):
             self._generator = torch.Generator()
             self._generator.set_state(state["generator"])
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "margin")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")
         if self.sampling == "all":
             a, p, n = all_triplets(labels)
@@ -94,5 +94,5 @@ class MarginLoss(nn.Module):
             beta_reg = self.nu * beta.sum() / divisor
         else:
             beta_reg = self.nu * self.beta.to(embeddings.dtype).sum()
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach(), "beta_reg": beta_reg.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss, beta_reg=beta_reg)
         return pos_loss + neg_loss + beta_reg

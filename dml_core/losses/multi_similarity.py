@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
+    MetricLoss,
     as_dissimilarity,
-    check_batch,
     check_choice,
     indices_to_mask,
     label_masks,
@@ -20,7 +20,7 @@ from dml_core.losses.mining import multi_similarity_pairs
 MS_VERSIONS: tuple[str, ...] = ("v1", "v2")  # v2: without the 1 inside the logs (gpw Sec. IV-B5)
 
 
-class MultiSimilarityLoss(nn.Module):
+class MultiSimilarityLoss(MetricLoss):
     """Wang et al. 2019, Eq. 8, on cosine similarity S, after MS pair mining (Eqs. 5-6, ``epsilon``):
 
         L = 1/N sum_i [ 1/alpha log(1 + sum_{P_i} exp(-alpha (S_ik - lambda)))
@@ -38,6 +38,8 @@ class MultiSimilarityLoss(nn.Module):
     ``distance="euclidean"``, ``lam=1`` (its m), alpha, beta = 2, 50, epsilon = 0.1.
     """
 
+    name = "multi_similarity"
+
     def __init__(
         self,
         alpha: float = 2.0,
@@ -48,14 +50,12 @@ class MultiSimilarityLoss(nn.Module):
         version: str = "v1",
     ) -> None:
         super().__init__()
-        check_choice(distance, DISTANCES, "multi_similarity", "distance")
-        check_choice(version, MS_VERSIONS, "multi_similarity", "version")
+        check_choice(distance, DISTANCES, self.name, "distance")
+        check_choice(version, MS_VERSIONS, self.name, "version")
         self.version = version
         self.alpha, self.beta, self.lam, self.epsilon, self.distance = alpha, beta, lam, epsilon, distance
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "multi_similarity")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
         if self.epsilon is None:
             pos, neg = label_masks(labels)
@@ -67,5 +67,5 @@ class MultiSimilarityLoss(nn.Module):
         add_one = self.version == "v1"
         pos_loss = (masked_logsumexp(pos_exp, pos, add_one=add_one) / self.alpha).mean()
         neg_loss = (masked_logsumexp(neg_exp, neg, add_one=add_one) / self.beta).mean()
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + neg_loss

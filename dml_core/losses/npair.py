@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from dml_core.losses.base import check_batch, check_choice, masked_logsumexp, zero_loss
+from dml_core.losses.base import MetricLoss, check_choice, masked_logsumexp, zero_loss
 
 NEGATIVE_SETS = ("pairs", "all")
 ANCHOR_RULES = ("one_per_class", "all")
@@ -51,7 +51,7 @@ def every_sample_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
     return anchors[in_batch_order], positives[in_batch_order]
 
 
-class NPairLoss(nn.Module):
+class NPairLoss(MetricLoss):
     """Sohn 2016, Eq. 3 with the inner product, plus L2 regularisation of the embeddings:
 
         L = 1/N sum_i (1/gamma) log(1 + sum_{j in neg(i)} exp(gamma (f_i.f_j - lambda - f_i.f_i+)))
@@ -77,6 +77,8 @@ class NPairLoss(nn.Module):
     ``last_terms``: "npair", "l2".
     """
 
+    name = "npair"
+
     def __init__(
         self,
         l2_weight: float = 0.002,
@@ -86,14 +88,12 @@ class NPairLoss(nn.Module):
         anchors: Literal["one_per_class", "all"] = "one_per_class",
     ) -> None:
         super().__init__()
-        check_choice(negatives, NEGATIVE_SETS, "npair", "negatives")
-        check_choice(anchors, ANCHOR_RULES, "npair", "anchors")
+        check_choice(negatives, NEGATIVE_SETS, self.name, "negatives")
+        check_choice(anchors, ANCHOR_RULES, self.name, "anchors")
         self.l2_weight, self.negatives, self.scale, self.offset = l2_weight, negatives, scale, offset
         self.anchors = anchors
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "npair")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         pick = npair_indices if self.anchors == "one_per_class" else every_sample_indices
         anchor_idx, positive_idx = pick(labels)
         if len(anchor_idx) == 0:
@@ -109,5 +109,5 @@ class NPairLoss(nn.Module):
         keep = torch.cat([torch.ones_like(negative[:, :1]), negative], dim=1)
         npair = ((masked_logsumexp(logits, keep) - pos_logit) / self.scale).mean()
         l2 = torch.cat([anchors, positives]).pow(2).sum(dim=1).mean()
-        self.last_terms = {"npair": npair.detach(), "l2": l2.detach()}
+        self.record_terms(npair=npair, l2=l2)
         return npair + self.l2_weight * l2

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from dml_core.losses.base import check_batch, make_proxies, masked_logsumexp, pairwise_matrix
+from dml_core.losses.base import MetricLoss, make_proxies, masked_logsumexp, pairwise_matrix
 
 
-class ProxyAnchorLoss(nn.Module):
+class ProxyAnchorLoss(MetricLoss):
     """Kim et al. 2020, Eq. 4, with cosine similarity s between embeddings and proxies:
 
         L = 1/|P+| sum_{p in P+} log(1 + sum_{x in X_p+} exp(-alpha (s(x, p) - delta)))
@@ -20,19 +20,19 @@ class ProxyAnchorLoss(nn.Module):
     parameter group ``{"params": loss.parameters(), "lr": proxy_lr}``. ``last_terms``: "pos", "neg".
     """
 
+    name = "proxy_anchor"
+
     def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1) -> None:
         super().__init__()
-        self.proxies = make_proxies(num_classes, embedding_dim, "proxy_anchor")
+        self.proxies = make_proxies(num_classes, embedding_dim, self.name)
         self.alpha, self.delta = alpha, delta
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "proxy_anchor")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         sim = pairwise_matrix(embeddings, self.proxies.to(embeddings.dtype), "cosine")  # (N, C)
         positive = F.one_hot(labels, len(self.proxies)).bool()
         pos_terms = masked_logsumexp(-self.alpha * (sim - self.delta), positive, dim=0, add_one=True)
         neg_terms = masked_logsumexp(self.alpha * (sim + self.delta), ~positive, dim=0, add_one=True)
         with_positives = positive.any(dim=0).sum().clamp(min=1)
         pos_loss, neg_loss = pos_terms.sum() / with_positives, neg_terms.mean()
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + neg_loss

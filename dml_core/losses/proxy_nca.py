@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from dml_core.losses.base import check_batch, make_proxies, masked_logsumexp, pairwise_matrix
+from dml_core.losses.base import MetricLoss, make_proxies, masked_logsumexp, pairwise_matrix
 
 
-class ProxyNCALoss(nn.Module):
+class ProxyNCALoss(MetricLoss):
     """Movshovitz-Attias et al. 2017, Eq. 7, one proxy per class, squared Euclidean distance between the
     L2-normalised embedding x and L2-normalised proxies p:
 
@@ -28,6 +28,8 @@ class ProxyNCALoss(nn.Module):
     group: ``{"params": loss.parameters(), "lr": proxy_lr}``.
     """
 
+    name = "proxy_nca"
+
     def __init__(
         self,
         num_classes: int,
@@ -37,11 +39,10 @@ class ProxyNCALoss(nn.Module):
         offset: float = 0.0,
     ) -> None:
         super().__init__()
-        self.proxies = make_proxies(num_classes, embedding_dim, "proxy_nca")
+        self.proxies = make_proxies(num_classes, embedding_dim, self.name)
         self.scale, self.exclude_positive, self.offset = scale, exclude_positive, offset
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "proxy_nca")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         proxies = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
         dist = pairwise_matrix(F.normalize(embeddings, dim=1), proxies, "squared_euclidean")
         positive = F.one_hot(labels, len(proxies)).bool()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from dml_core.losses.base import check_batch, label_masks, masked_softmax, pairwise_matrix
+from dml_core.losses.base import MetricLoss, label_masks, masked_softmax, pairwise_matrix
 
 
-class RankedListLoss(nn.Module):
+class RankedListLoss(MetricLoss):
     """Wang et al. 2019 (RLL) on Euclidean distances between L2-normalised embeddings. Per query i, with
     boundary alpha and margin m (negatives should lie beyond alpha, positives within alpha - m):
 
@@ -26,6 +26,8 @@ class RankedListLoss(nn.Module):
     An empty P* or N* contributes 0. ``last_terms``: "pos", "neg".
     """
 
+    name = "ranked_list"
+
     def __init__(
         self,
         margin: float = 0.4,
@@ -39,10 +41,8 @@ class RankedListLoss(nn.Module):
         self.margin, self.boundary, self.lam = margin, boundary, lam
         self.temperature_neg, self.temperature_pos = temperature_neg, temperature_pos
         self.detach_weights = detach_weights
-        self.last_terms: dict[str, Tensor] = {}
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "ranked_list")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")
         pos, neg = label_masks(labels)
         pos_violation = dist - (self.boundary - self.margin)
@@ -55,5 +55,5 @@ class RankedListLoss(nn.Module):
         zero = torch.zeros_like(dist)
         pos_loss = (w_pos * torch.where(hard_pos, pos_violation, zero)).sum(dim=1).mean()
         neg_loss = (w_neg * torch.where(hard_neg, neg_violation, zero)).sum(dim=1).mean()
-        self.last_terms = {"pos": pos_loss.detach(), "neg": neg_loss.detach()}
+        self.record_terms(pos=pos_loss, neg=neg_loss)
         return pos_loss + self.lam * neg_loss

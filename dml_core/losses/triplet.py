@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
+    MetricLoss,
     as_dissimilarity,
-    check_batch,
     check_choice,
     margin_gap,
     mean_nonzero,
@@ -17,7 +17,7 @@ from dml_core.losses.base import (
 from dml_core.losses.mining import TRIPLET_MINERS, all_triplets, hard_triplets, semihard_triplets
 
 
-class TripletLoss(nn.Module):
+class TripletLoss(MetricLoss):
     """[D_ap - D_an + margin]_+ over mined triplets, averaged over the non-zero ones.
 
     Defaults are FaceNet's: squared Euclidean distance, margin 0.2 (embeddings L2-normalised by the
@@ -30,14 +30,15 @@ class TripletLoss(nn.Module):
     a per-batch scale.
     """
 
+    name = "triplet"
+
     def __init__(self, margin: float = 0.2, mining: str = "all", distance: str = "squared_euclidean") -> None:
         super().__init__()
-        check_choice(mining, TRIPLET_MINERS, "triplet", "mining")
-        check_choice(distance, DISTANCES, "triplet", "distance")
+        check_choice(mining, TRIPLET_MINERS, self.name, "mining")
+        check_choice(distance, DISTANCES, self.name, "distance")
         self.margin, self.mining, self.distance = margin, mining, distance
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        check_batch(embeddings, labels, "triplet")
+    def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
         if self.mining == "all":
             a, p, n = all_triplets(labels)

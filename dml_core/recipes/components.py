@@ -1,11 +1,12 @@
 """A recipe's component parameters checked against what the components accept, before anything trains.
 
 Loss, sampler and head parameters are free-form mappings in the recipe schema (each component takes its own);
-here they are checked against the constructor of the registered component: unknown names (with the accepted
-ones), missing required ones, and values against the constructor's type annotations (pydantic). A nested base
-loss (cgml's and drml's ``base`` / ``base_params``) is checked the same way. Parameters the builder fills in
-from the run (``num_classes``, ``embedding_dim``, ``group_sizes``, a sampler's ``labels`` and ``seed``, a head's
-input and output widths) are not required.
+here they are checked against the constructor of the registered component (for a loss, the parameters
+``losses.loss_parameters`` lists: a composite's recipe form): unknown names (with the accepted ones), missing
+required ones, and values against the type annotations (pydantic). A nested base loss (cgml's and drml's ``base`` /
+``base_params``) is checked the same way. Parameters the builder fills in from the run (``num_classes``,
+``embedding_dim``, ``group_sizes``, a sampler's ``labels`` and ``seed``, a head's input and output widths) are not
+required.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from dml_core.data import SAMPLERS
 from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
-from dml_core.losses import LOSSES
+from dml_core.losses import LOSSES, CompositeLoss, loss_parameters
+from dml_core.losses.registry import RUN_VALUES
 from dml_core.models import LinearEmbedding, MultiLevelFusionHead, RelationalHead
 from dml_core.recipe import Recipe
 from dml_core.recipes.settings_tree import origin_of
@@ -30,7 +32,7 @@ from dml_core.recipes.settings_tree import origin_of
 Problem = tuple[tuple[str, ...], str]  # (field path, message)
 
 # Filled in by the builders from the run; a recipe may set them, never has to.
-DERIVED_LOSS_PARAMETERS = frozenset({"num_classes", "embedding_dim", "group_sizes"})
+DERIVED_LOSS_PARAMETERS = frozenset(RUN_VALUES)
 NESTED_LOSS = ("base", "base_params")  # a composite loss names its base loss and that loss's parameters
 HEADS: dict[str, tuple[Callable, frozenset[str]]] = {
     "linear": (LinearEmbedding, frozenset({"in_dim", "dim", "normalize"})),
@@ -50,14 +52,13 @@ def component_problems(recipe: Recipe) -> list[Problem]:
     if sampler not in SAMPLERS:
         problems.append((("sampler", "name"), f"unknown sampler {sampler!r}; known: {_names(SAMPLERS)}"))
     else:
-        where = ("sampler", "params")
-        problems += _parameter_problems(SAMPLERS[sampler], params, frozenset({"labels", "seed"}), where, sampler)
+        accepted, derived = _accepted(SAMPLERS[sampler]), frozenset({"labels", "seed"})
+        problems += _parameter_problems(accepted, params, derived, ("sampler", "params"), sampler)
         smoke = {**params, **recipe.smoke.sampler_params}
-        smoke_where = ("smoke", "sampler_params")
-        problems += _parameter_problems(SAMPLERS[sampler], smoke, frozenset({"labels", "seed"}), smoke_where, sampler)
+        problems += _parameter_problems(accepted, smoke, derived, ("smoke", "sampler_params"), sampler)
     head = recipe.model.head
     cls, derived = HEADS[head.name]
-    problems += _parameter_problems(cls, dict(head.params), derived, ("model", "head", "params"), head.name)
+    problems += _parameter_problems(_accepted(cls), dict(head.params), derived, ("model", "head", "params"), head.name)
     return list(dict.fromkeys(problems))
 
 
@@ -80,9 +81,9 @@ def check_components(recipe: Recipe, origins: Mapping[tuple[str, ...], str], fil
 def _loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
     if name not in LOSSES:
         return [((*where, "name"), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
-    problems = _parameter_problems(LOSSES[name], params, DERIVED_LOSS_PARAMETERS, (*where, "params"), name)
+    problems = _parameter_problems(loss_parameters(name), params, DERIVED_LOSS_PARAMETERS, (*where, "params"), name)
     base, base_params = NESTED_LOSS
-    if base in _accepted(LOSSES[name]) and isinstance(params.get(base), str):
+    if issubclass(LOSSES[name], CompositeLoss) and isinstance(params.get(base), str):
         nested = params.get(base_params) or {}
         if isinstance(nested, Mapping):
             problems += _nested_loss_problems(params[base], dict(nested), (*where, "params"))
@@ -92,14 +93,20 @@ def _loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) ->
 def _nested_loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
     if name not in LOSSES:
         return [((*where, NESTED_LOSS[0]), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
+    if issubclass(LOSSES[name], CompositeLoss):
+        return [((*where, NESTED_LOSS[0]), f"base must be a plain loss, not the composite {name!r}")]
     owner = (*where, NESTED_LOSS[1])
-    return _parameter_problems(LOSSES[name], params, DERIVED_LOSS_PARAMETERS, owner, name)
+    return _parameter_problems(loss_parameters(name), params, DERIVED_LOSS_PARAMETERS, owner, name)
 
 
 def _parameter_problems(
-    cls: Callable, params: dict[str, Any], derived: frozenset[str], where: tuple[str, ...], name: str
+    accepted: Mapping[str, inspect.Parameter],
+    params: dict[str, Any],
+    derived: frozenset[str],
+    where: tuple[str, ...],
+    name: str,
 ) -> list[Problem]:
-    accepted = _accepted(cls)
+    """Unknown, missing and mistyped ``params`` of the component ``name``, which accepts ``accepted``."""
     extra = HEAD_EXTRA_PARAMETERS.get(name, {})
     settable = [key for key in accepted if key not in derived] + list(extra)
     problems: list[Problem] = []
@@ -111,7 +118,7 @@ def _parameter_problems(
     for key, parameter in accepted.items():
         if parameter.default is inspect.Parameter.empty and key not in derived and key not in params:
             problems.append(((*where, key), f"{name!r} needs parameter {key!r}"))
-    types = {**_annotations(cls), **extra}
+    types = {**{key: p.annotation for key, p in accepted.items() if p.annotation is not p.empty}, **extra}
     for key, value in params.items():
         if key in types and key in settable:
             message = _type_problem(types[key], value)
@@ -122,18 +129,19 @@ def _parameter_problems(
 
 @cache
 def _accepted(cls: Callable) -> dict[str, inspect.Parameter]:
+    """The named parameters of a component's constructor, with their annotations resolved (a name that cannot be
+    resolved is left unchecked)."""
     parameters = inspect.signature(cls).parameters
-    return {k: p for k, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-
-
-@cache
-def _annotations(cls: Callable) -> dict[str, Any]:
-    """The constructor's resolved annotations (a name that cannot be resolved is left unchecked)."""
     init = cls.__init__ if inspect.isclass(cls) else cls
     try:
-        return typing.get_type_hints(init)
+        hints = typing.get_type_hints(init)
     except (NameError, TypeError):
-        return {}
+        hints = {}
+    return {
+        k: p.replace(annotation=hints.get(k, p.empty))
+        for k, p in parameters.items()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
 
 
 @cache

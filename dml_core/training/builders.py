@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transfo
 from dml_core.data.index import SplitIndex
 from dml_core.errors import InputError
 from dml_core.evaluation import recall_ks_for
-from dml_core.losses import LOSSES, build_loss
+from dml_core.losses import build_loss, with_run_values
 from dml_core.models import (
     EmbeddingModel,
     LinearEmbedding,
@@ -97,15 +96,10 @@ def embedding_dim_of(model: EmbeddingModel, recipe: Recipe) -> int:
 
 def build_loss_for(recipe: Recipe, num_classes: int, embedding_dim: int, group_sizes: tuple[int, ...]) -> nn.Module:
     """The recipe's loss; ``num_classes``, ``embedding_dim`` and ``group_sizes`` are filled in when the loss
-    takes them and the recipe does not set them (proxies need the first two, two-stream losses the last)."""
-    params = dict(recipe.loss.params)
-    if recipe.loss.name in LOSSES:
-        accepted = inspect.signature(LOSSES[recipe.loss.name].__init__).parameters
-        derived = {"num_classes": num_classes, "embedding_dim": embedding_dim, "group_sizes": group_sizes}
-        for key, value in derived.items():
-            if key in accepted and key not in params:
-                params[key] = value
-    return build_loss(recipe.loss.name, **params)
+    takes them and the recipe does not set them (``with_run_values``, the rule its base losses follow too)."""
+    name = recipe.loss.name
+    params = with_run_values(name, recipe.loss.params, num_classes, embedding_dim, group_sizes)
+    return build_loss(name, **params)
 
 
 def build_sampler(recipe: Recipe, labels: np.ndarray):

@@ -7,9 +7,15 @@ import torch
 import torch.nn.functional as F
 
 from dml_core.errors import InputError
-from dml_core.losses import GraphConsistencyLoss, build_loss, cgml
+from dml_core.losses import build_loss, cgml
 from dml_core.losses.cgml import graph_consistency, median_bandwidth, rbf_adjacency
 from tests.losses.helpers import value_and_grad
+
+
+def cgml_from_recipe(base, base_params=None, **options):
+    """cgml as a recipe writes it (the base loss by name): what the tests below construct."""
+    return build_loss("cgml", base=base, base_params=base_params, **options)
+
 
 # Two 2-node graphs in 1-D: X' = (0, a), X'' = (0, b); sigma 2. S' has off-diagonal e_a = exp(-a^2 / sigma).
 A, B, SIGMA = 1.0, 2.0, 2.0
@@ -97,7 +103,7 @@ def test_lambda_zero_is_the_base_loss(base, params):
 
 def test_total_is_base_plus_lambda_times_regulariser():
     x, y = paired_batch(1)
-    fn = GraphConsistencyLoss("binomial", lambda_=0.3, bandwidth=0.7, group_sizes=(6, 6))
+    fn = cgml_from_recipe("binomial", lambda_=0.3, bandwidth=0.7, group_sizes=(6, 6))
     base = build_loss("binomial")(x, y)
     regulariser = graph_consistency(x[:6], x[6:], 0.7)
     torch.testing.assert_close(fn(x, y), base + 0.3 * regulariser)
@@ -107,14 +113,14 @@ def test_total_is_base_plus_lambda_times_regulariser():
 def test_halves_pair_consecutive_rows_of_a_pk_batch():
     x, _ = paired_batch(2)
     y = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])  # PK: 3 classes x 4
-    fn = GraphConsistencyLoss("triplet", lambda_=1.0, graphs="halves")
+    fn = cgml_from_recipe("triplet", lambda_=1.0, graphs="halves")
     expected = build_loss("triplet")(x, y) + graph_consistency(x[0::2], x[1::2], 1.0)
     torch.testing.assert_close(fn(x, y), expected)
 
 
 def test_base_on_each_averages_the_two_graphs():
     x, y = paired_batch(3)
-    fn = GraphConsistencyLoss("binomial", lambda_=0.0, base_on="each", group_sizes=(6, 6))
+    fn = cgml_from_recipe("binomial", lambda_=0.0, base_on="each", group_sizes=(6, 6))
     base = build_loss("binomial")
     torch.testing.assert_close(fn(x, y), (base(x[:6], y[:6]) + base(x[6:], y[6:])) / 2)
 
@@ -128,21 +134,21 @@ def test_papers_base_settings_reach_the_base_loss():
 def test_bad_batches_and_settings_are_input_errors():
     x, y = paired_batch()
     with pytest.raises(InputError, match="not class-aligned"):
-        GraphConsistencyLoss("triplet", group_sizes=(6, 6))(x, torch.cat([y[:6], y[6:].flip(0)]))
+        cgml_from_recipe("triplet", group_sizes=(6, 6))(x, torch.cat([y[:6], y[6:].flip(0)]))
     with pytest.raises(InputError, match="same number of nodes; got 8 and 4"):
-        GraphConsistencyLoss("triplet", group_sizes=(8, 4))(x, y)
+        cgml_from_recipe("triplet", group_sizes=(8, 4))(x, y)
     with pytest.raises(InputError, match="base must be a plain loss"):
-        GraphConsistencyLoss("cgml")
+        cgml_from_recipe("cgml")
     with pytest.raises(InputError, match="unknown loss 'circle'"):
-        GraphConsistencyLoss("circle")
+        cgml_from_recipe("circle")
     with pytest.raises(InputError, match="bandwidth must be positive"):
-        GraphConsistencyLoss("triplet", bandwidth=0.0)
+        cgml_from_recipe("triplet", bandwidth=0.0)
     with pytest.raises(InputError, match="cgml: graphs must be one of two_batches, halves"):
-        GraphConsistencyLoss("triplet", graphs="thirds")
+        cgml_from_recipe("triplet", graphs="thirds")
     with pytest.raises(InputError, match="cgml: bandwidth must be one of median; got 'mean'"):
-        GraphConsistencyLoss("triplet", bandwidth="mean")
+        cgml_from_recipe("triplet", bandwidth="mean")
     with pytest.raises(InputError, match="cgml: graph_on must be one of embeddings, normalized; got 'unit'"):
-        GraphConsistencyLoss("triplet", graph_on="unit")
+        cgml_from_recipe("triplet", graph_on="unit")
 
 
 def test_median_bandwidth_is_the_median_squared_distance_within_the_graphs():
@@ -157,7 +163,7 @@ def test_median_bandwidth_is_the_median_squared_distance_within_the_graphs():
 def test_median_bandwidth_term_equals_the_hand_computation_with_sigma_held_fixed():
     x, y = paired_batch(4)
     x = 9.0 * x  # N-pair's scale
-    fn = GraphConsistencyLoss("npair", {"negatives": "all"}, lambda_=1.0, bandwidth="median", group_sizes=(6, 6))
+    fn = cgml_from_recipe("npair", {"negatives": "all"}, lambda_=1.0, bandwidth="median", group_sizes=(6, 6))
     first, second = x[:6], x[6:]
     squared = [torch.pdist(g).pow(2) for g in (first, second)]  # each pair once
     sigma = torch.tensor(float(np.median(torch.cat(squared).numpy())), dtype=torch.float64)  # 30 values
@@ -174,7 +180,7 @@ def test_median_bandwidth_term_equals_the_hand_computation_with_sigma_held_fixed
 def test_graph_on_normalized_builds_the_term_on_unit_vectors_and_leaves_the_base_loss_alone():
     x, y = paired_batch(5)
     x = x * torch.linspace(2.0, 12.0, 12, dtype=torch.float64)[:, None]  # unnormalised, uneven norms
-    fn = GraphConsistencyLoss("npair", lambda_=0.5, graph_on="normalized", group_sizes=(6, 6))
+    fn = cgml_from_recipe("npair", lambda_=0.5, graph_on="normalized", group_sizes=(6, 6))
     unit = F.normalize(x, dim=1)
     expected = build_loss("npair")(x, y) + 0.5 * graph_consistency(unit[:6], unit[6:], 1.0)
     torch.testing.assert_close(fn(x, y), expected)
@@ -214,7 +220,7 @@ SCALES = {"normalised losses": 1.0, "npair": 9.0}
 )
 def test_the_graph_is_far_from_the_identity_at_every_base_losss_scale(kernel, scale, within_cosine):
     x1, x2 = training_like_graphs(scale, within_cosine)
-    fn = GraphConsistencyLoss("triplet", lambda_=1.0, group_sizes=(130, 130), **kernel)
+    fn = cgml_from_recipe("triplet", lambda_=1.0, group_sizes=(130, 130), **kernel)
     first, second, sigma = fn.graph_inputs(x1, x2)
     for graph in (first, second):
         assert mean_within_class_entry(rbf_adjacency(graph, sigma)) > 0.05
@@ -232,7 +238,7 @@ def test_lambda_zero_with_halves_is_the_base_loss_on_one_pk_batch():
     # the paper's baselines on one minibatch of 13 x 10: sampler pk, graphs halves, lambda 0
     gen = torch.Generator().manual_seed(6)
     x, y = torch.randn(130, 8, generator=gen, dtype=torch.float64), torch.arange(13).repeat_interleave(10)
-    fn = GraphConsistencyLoss("npair", {"negatives": "all"}, lambda_=0.0, graphs="halves")
+    fn = cgml_from_recipe("npair", {"negatives": "all"}, lambda_=0.0, graphs="halves")
     torch.testing.assert_close(fn(x, y), build_loss("npair", negatives="all")(x, y), rtol=0, atol=0)
 
 

@@ -10,6 +10,12 @@ from dml_core.losses import DRMLLoss, build_loss
 from dml_core.models import RelationalHead, RelationalOutput
 from tests.losses.helpers import square
 
+
+def drml_from_recipe(base, base_params=None, **options) -> DRMLLoss:
+    """DRML as a recipe writes it (the base loss by name): what the tests below construct."""
+    return build_loss("drml", base=base, base_params=base_params, **options)
+
+
 BASES = {
     "proxy_anchor": {},
     "triplet": {"mining": "semihard"},
@@ -36,7 +42,7 @@ def _hand_batch() -> tuple[RelationalOutput, torch.Tensor]:
 
 def _hand_loss(**kwargs) -> DRMLLoss:
     triplet = {"margin": 0.5, "mining": "all", "distance": "euclidean"}
-    return DRMLLoss("triplet", triplet, num_features=2, feature_dim=2, normalize_individual=False, **kwargs)
+    return drml_from_recipe("triplet", triplet, num_features=2, feature_dim=2, normalize_individual=False, **kwargs)
 
 
 def test_hand_computed_value_and_terms():
@@ -98,7 +104,7 @@ def test_ensemble_loss_is_the_sum_of_per_branch_losses_on_routed_subsets(shared)
     errors = torch.rand(n, k, dtype=torch.float64)
     labels = torch.arange(classes).repeat_interleave(n // classes)
     output = RelationalOutput(torch.randn(n, k * dim, dtype=torch.float64), individual, errors)
-    loss = DRMLLoss(
+    loss = drml_from_recipe(
         "proxy_anchor", num_classes=classes, embedding_dim=k * dim, num_features=k, shared_branch_loss=shared
     )
     loss.double()
@@ -119,7 +125,7 @@ def test_single_feature_reduces_to_the_base_loss_on_that_feature():
     output = RelationalOutput(
         torch.randn(12, 5, dtype=torch.float64), individual, torch.rand(12, 1, dtype=torch.float64)
     )
-    loss = DRMLLoss("triplet", {"mining": "all"}, num_features=1, lambda_recon=0.0, lambda_emb=0.0)
+    loss = drml_from_recipe("triplet", {"mining": "all"}, num_features=1, lambda_recon=0.0, lambda_emb=0.0)
     plain = build_loss("triplet", mining="all")
     torch.testing.assert_close(
         loss(output, labels), plain(torch.nn.functional.normalize(individual[:, 0], dim=1), labels)
@@ -150,7 +156,7 @@ def test_empty_or_singleton_branch_contributes_nothing(base, routed_to_branch_1)
     errors[:routed_to_branch_1] = torch.tensor([1.0, 0.0])
     labels = torch.arange(3).repeat_interleave(4)
     output = RelationalOutput(torch.nn.functional.normalize(torch.randn(n, k * dim), dim=1), individual, errors)
-    loss = DRMLLoss(base, BASES[base], num_classes=3, embedding_dim=k * dim, num_features=k)
+    loss = drml_from_recipe(base, BASES[base], num_classes=3, embedding_dim=k * dim, num_features=k)
     value = loss(output, labels)
     assert torch.isfinite(value)
     value.backward()
@@ -162,7 +168,7 @@ def test_empty_or_singleton_branch_contributes_nothing(base, routed_to_branch_1)
 def _head_and_loss(detach: bool) -> tuple[RelationalHead, DRMLLoss]:
     torch.manual_seed(3)
     head = RelationalHead(in_dim=10, num_features=3, dim=4, score_activation="softmax", detach_relational_inputs=detach)
-    loss = DRMLLoss("proxy_anchor", num_classes=4, embedding_dim=12, num_features=3)
+    loss = drml_from_recipe("proxy_anchor", num_classes=4, embedding_dim=12, num_features=3)
     return head, loss
 
 
@@ -229,25 +235,25 @@ def test_margin_sampling_is_seeded():
         torch.nn.functional.normalize(torch.randn(16, 8), dim=1), torch.randn(16, 2, 4), torch.rand(16, 2)
     )
     labels = torch.arange(4).repeat_interleave(4)
-    values = [DRMLLoss("margin", num_features=2, feature_dim=4)(output, labels) for _ in range(2)]
+    values = [drml_from_recipe("margin", num_features=2, feature_dim=4)(output, labels) for _ in range(2)]
     torch.testing.assert_close(values[0], values[1])
 
 
 def test_bad_inputs_are_named():
-    loss = DRMLLoss("triplet", num_features=2, feature_dim=4)
+    loss = drml_from_recipe("triplet", num_features=2, feature_dim=4)
     with pytest.raises(InputError, match=r"relational head's output.*got Tensor"):
         loss(torch.randn(4, 8), torch.arange(4))
     wrong = RelationalOutput(torch.randn(4, 12), torch.randn(4, 3, 4), torch.rand(4, 3))
     with pytest.raises(InputError, match=r"\(N, 2, 4\); got \(4, 3, 4\)"):
         loss(wrong, torch.arange(4))
     with pytest.raises(InputError, match="unknown loss 'circle'"):
-        DRMLLoss("circle")
+        drml_from_recipe("circle")
     with pytest.raises(InputError, match="not 'drml' itself"):
-        DRMLLoss("drml")
+        drml_from_recipe("drml")
     with pytest.raises(InputError, match=r"missing required parameter\(s\) num_classes"):
-        DRMLLoss("proxy_anchor", embedding_dim=8)
+        drml_from_recipe("proxy_anchor", embedding_dim=8)
     with pytest.raises(InputError, match="embedding_dim 10 is not num_features"):
-        DRMLLoss("proxy_anchor", num_classes=3, embedding_dim=10)
+        drml_from_recipe("proxy_anchor", num_classes=3, embedding_dim=10)
 
 
 def test_registered_and_built_with_trainer_filled_parameters():
