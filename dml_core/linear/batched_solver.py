@@ -1,10 +1,11 @@
 """Projected gradient descent over the PSD cone for many problems on the same samples at once.
 
 The algorithm is the one ``solver``'s docstring states (projected step, accept/reject with a per-problem step
-size, the stopping rules, float64); this module implements it once, for a batch of problems, and
-``solver.minimise_over_psd`` is its batch-of-one case. A working set of up to ``batch_size`` problems is held
-as stacked arrays (metrics (B, d, d), distances (B, n, n)); each round evaluates one trial metric per problem
-with one call of the objective, problems that stop leave the set and waiting problems take their places.
+size, the stopping rules, float64); this module implements it once, for a batch of problems, with its settings
+(``SolverConfig``) and outcome (``SolverResult``), and ``solver.minimise_over_psd`` is its batch-of-one case. A
+working set of up to ``batch_size`` problems is held as stacked arrays (metrics (B, d, d), distances (B, n, n));
+each round evaluates one trial metric per problem with one call of the objective, problems that stop leave the
+set and waiting problems take their places.
 Every matrix of a stack goes through exactly the floating-point operations it would get alone (numpy's
 stacked matmul and ``eigh`` work matrix by matrix, norms are BLAS dot products as in ``np.linalg.norm``), so
 each problem's result does not depend on the batch it ran in (tested: batch sizes 1, 3 and 50 give the bits
@@ -14,11 +15,32 @@ of a plain one-problem loop, kept in the tests as their oracle).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from dml_core.linear.mahalanobis import distance_gradient_to_metric, pairwise_mahalanobis, project_psd
-from dml_core.linear.solver import SolverConfig, SolverResult
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """The solver's settings (``solver``'s docstring says what each does)."""
+
+    max_iterations: int = 300
+    tolerance: float = 1e-6
+    initial_step: float = 0.1
+    grow: float = 1.1
+    shrink: float = 0.5
+
+
+@dataclass(frozen=True)
+class SolverResult:
+    metric: np.ndarray
+    objective: float
+    initial_objective: float
+    evaluations: int
+    stop_reason: str  # "tolerance", "step", "stationary" or "max_iterations"
+
 
 # objective(distances (B, n, n), problem indices (B,)) -> (F (B,), dF/d distances (B, n, n))
 BatchObjective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]

@@ -5,36 +5,20 @@ with P the projection onto the PSD cone (eigenvalue clipping); a step is kept on
 eta grows by ``grow``, otherwise it is undone and eta shrinks by ``shrink``. The first eta moves M by
 ``initial_step`` times its Frobenius norm. The run stops after ``max_iterations`` objective
 evaluations, when a kept step lowers F by less than ``tolerance`` relative to F, or when eta has shrunk
-so far that a step no longer changes M.
+so far that a step no longer changes M. The settings are a ``SolverConfig``, the outcome a ``SolverResult``
+(both defined in ``batched_solver``, which implements the algorithm for many problems at once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
+from dml_core.linear.batched_solver import SolverConfig, SolverResult, minimise_many_over_psd
+
 # objective(distances) -> (F, dF/d distances)
 DistanceObjective = Callable[[np.ndarray], tuple[float, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    max_iterations: int = 300
-    tolerance: float = 1e-6
-    initial_step: float = 0.1
-    grow: float = 1.1
-    shrink: float = 0.5
-
-
-@dataclass(frozen=True)
-class SolverResult:
-    metric: np.ndarray
-    objective: float
-    initial_objective: float
-    evaluations: int
-    stop_reason: str  # "tolerance", "step", "stationary" or "max_iterations"
 
 
 def minimise_over_psd(
@@ -48,7 +32,6 @@ def minimise_over_psd(
     One problem is the batch-of-one case of ``batched_solver.minimise_many_over_psd``, which implements the
     algorithm above once for both (each problem's result does not depend on its batch: tested).
     """
-    from dml_core.linear.batched_solver import minimise_many_over_psd  # it imports this module's types
 
     def one_problem(distances: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         value, gradient = objective(distances[0])

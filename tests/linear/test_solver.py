@@ -1,6 +1,10 @@
+import ast
+import pathlib
+
 import numpy as np
 import pytest
 
+from dml_core.linear import batched_solver, solver
 from dml_core.linear.mahalanobis import pairwise_mahalanobis
 from dml_core.linear.solver import SolverConfig, minimise_over_psd
 
@@ -55,3 +59,14 @@ def test_deterministic_and_reports_why_it_stopped():
     converged = minimise_over_psd(objective, X, np.eye(2), SolverConfig(max_iterations=10_000))
     assert converged.stop_reason in ("tolerance", "step", "stationary")
     assert converged.objective == pytest.approx(0.0, abs=1e-6)
+
+
+def test_the_one_problem_solver_stands_on_the_batched_one_without_an_import_loop():
+    # solver imports batched_solver (and its settings and result types) at the top; nothing imports the other way
+    # and no import hides inside a function.
+    for module, other in ((solver, "dml_core.linear.batched_solver"), (batched_solver, "dml_core.linear.solver")):
+        tree = ast.parse(pathlib.Path(module.__file__).read_text())
+        at_top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+        inside = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) and n not in tree.body]
+        assert not inside and (other in at_top) == (module is solver)
+    assert solver.SolverConfig is batched_solver.SolverConfig and solver.SolverResult is batched_solver.SolverResult
