@@ -11,6 +11,7 @@ venv for several checkouts).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -89,7 +90,17 @@ def bench(session: nox.Session) -> None:
 # --- Reproduction: one session per paper, the table builder, and the nightly job ---------------------------------
 # Thin wrappers: the logic is in dml_core.reproduce and dml_core.tables (`dml reproduce`, `dml tables`).
 
-PAPERS = ("damlrrm", "anml", "gpw", "drml", "cgml")
+
+def _paper_keys() -> tuple[str, ...]:
+    """The paper keys of dml_core/vocabulary.py, read by path: nox runs before the environment (and so before
+    dml_core's dependencies) exists, and that module needs only the standard library."""
+    spec = importlib.util.spec_from_file_location("dml_vocabulary", ROOT / "dml_core" / "vocabulary.py")
+    vocabulary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vocabulary)
+    return vocabulary.PAPER_KEYS
+
+
+PAPERS = _paper_keys()
 
 
 def _dml(session: nox.Session, *args: str, **kwargs) -> None:

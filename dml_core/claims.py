@@ -18,22 +18,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from dml_core.errors import InputError
 from dml_core.published import PAPERS_DIR, PublishedPaper, find_row, load_published
+from dml_core.schema import StrictModel, by_id, load_yaml_model
+from dml_core.vocabulary import PaperKey
 
 CLAIMS_FILE = "claims.yaml"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Comparison(_Strict):
+class Comparison(StrictModel):
     """Each of ``better`` beats each of ``worse`` on each of ``metrics`` (by ``by`` points, if given)."""
 
     table: str | None = None
@@ -48,7 +45,7 @@ class Comparison(_Strict):
         return [value] if isinstance(value, str) else value
 
 
-class Claim(_Strict):
+class Claim(StrictModel):
     """One conclusion of the paper: the sentence, where it is, and the comparisons that encode it."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
@@ -86,10 +83,10 @@ class Claim(_Strict):
         ]
 
 
-class PaperClaims(_Strict):
+class PaperClaims(StrictModel):
     """A whole ``claims.yaml``."""
 
-    paper: Literal["damlrrm", "anml", "gpw", "drml", "cgml"]
+    paper: PaperKey
     claims: list[Claim] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -156,20 +153,7 @@ def load_claims(key: str, papers_dir: str | os.PathLike | None = None) -> PaperC
     Every problem raises :class:`InputError` naming the file, the claim and the field.
     """
     path = claims_path(key, papers_dir)
-    if not path.is_file():
-        raise InputError(f"{path}: claims file not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    try:
-        claims = PaperClaims.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = _location(raw, first["loc"])
-        found = first.get("input")
-        found_text = f"; found {found!r}" if first["type"] != "missing" and not isinstance(found, dict | list) else ""
-        raise InputError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}{found_text}") from None
+    claims = load_yaml_model(path, PaperClaims, "claims file", by_id({"claims": "claim"}))
     if claims.paper != key:
         raise InputError(f"{path}: field paper: expected {key!r} (its folder), found {claims.paper!r}")
     paper = load_published(key, papers_dir)
@@ -182,19 +166,3 @@ def load_claims(key: str, papers_dir: str | os.PathLike | None = None) -> PaperC
                     except InputError as error:
                         raise InputError(f"{path}: claim {claim.id}, comparisons[{index}]: {error}") from None
     return claims
-
-
-def _location(raw: Any, loc: tuple[int | str, ...]) -> str:
-    """``('claims', 2, 'comparisons', 0, 'by')`` as ``claim <id> (claims[2]), field comparisons.0.by``.
-
-    >>> _location({"claims": [{"id": "x"}]}, ("claims", 0, "quote"))
-    'claim x (claims[0]), field quote'
-    """
-    if len(loc) >= 2 and loc[0] == "claims" and isinstance(loc[1], int):
-        claims = raw.get("claims") if isinstance(raw, dict) else None
-        claim = claims[loc[1]] if isinstance(claims, list) and loc[1] < len(claims) else None
-        label = claim.get("id") if isinstance(claim, dict) else None
-        rest = ".".join(str(part) for part in loc[2:])
-        head = f"claim {label} (claims[{loc[1]}])" if label else f"claims[{loc[1]}]"
-        return f"{head}, field {rest}" if rest else head
-    return "field " + (".".join(str(part) for part in loc) or "(top level)")

@@ -2,8 +2,8 @@
 
 Each file transcribes every results table of one paper, value by value, as printed (percent). A value the
 paper's text does not print is left out and the row's ``note`` says so; nothing is inferred. These are the
-numbers users diff their reproductions against, so the loader is strict (``extra="forbid"``) and names the
-file, table, row and field of every error.
+numbers users diff their reproductions against, so the loader is strict (``dml_core.schema``: unknown fields are
+errors) and names the file, table, row and field of every error.
 
 Row ids
     Every row has an ``id`` unique within its table, so recipes can name targets such as
@@ -28,20 +28,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from dml_core.errors import InputError
-
-PAPER_KEYS: tuple[str, ...] = ("damlrrm", "anml", "gpw", "drml", "cgml")
+from dml_core.schema import StrictModel, by_id, load_yaml_model
+from dml_core.vocabulary import IMAGE_DATASETS, PAPER_KEYS, PaperKey, PublishedBackbone, suite_backbone
 
 # The repository's papers/ folder (beside the dml_core package).
 PAPERS_DIR = Path(__file__).resolve().parent.parent / "papers"
 
-IMAGE_DATASETS: tuple[str, ...] = ("cub200", "cars196", "sop", "inshop")
-BACKBONES: tuple[str, ...] = ("googlenet", "bn-inception", "resnet50")
 FIXED_METRICS: tuple[str, ...] = (
     "NMI",
     "F1",
@@ -111,20 +108,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text).strip("-.")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PaperInfo(_Strict):
+class PaperInfo(StrictModel):
     """Which paper a file transcribes."""
 
-    key: Literal["damlrrm", "anml", "gpw", "drml", "cgml"]
+    key: PaperKey
     title: str = Field(min_length=1)
     venue: str = Field(min_length=1)
     year: int = Field(ge=1990, le=2100)
 
 
-class PublishedRow(_Strict):
+class PublishedRow(StrictModel):
     """One printed row of a table: one method (and setting) on one dataset."""
 
     id: str
@@ -135,7 +128,7 @@ class PublishedRow(_Strict):
     # target it, as damlrrm's Table 6 baselines).
     quoted: bool = False
     dataset: str
-    backbone: Literal["googlenet", "bn-inception", "resnet50"] | None = None
+    backbone: PublishedBackbone | None = None  # as the paper prints it; ``suite_backbone`` gives the suite's name
     embedding_dim: int | None = Field(default=None, gt=0)
     setting: str | None = None
     metrics: dict[str, MetricValue]
@@ -171,8 +164,13 @@ class PublishedRow(_Strict):
             raise ValueError("a row cannot be both proposed (the paper's own method) and quoted (another work's)")
         return self
 
+    @property
+    def suite_backbone(self) -> str | None:
+        """The backbone as recipes and the backbone registry name it (``bn_inception`` for ``bn-inception``)."""
+        return None if self.backbone is None else suite_backbone(self.backbone)
 
-class PublishedTable(_Strict):
+
+class PublishedTable(StrictModel):
     """One table of the paper. ``rows`` may be empty only when ``note`` says why (the text lost the table)."""
 
     id: str
@@ -198,7 +196,7 @@ class PublishedTable(_Strict):
         return self
 
 
-class PublishedPaper(_Strict):
+class PublishedPaper(StrictModel):
     """A whole ``published.yaml``: the paper, free-text notes (e.g. skipped figures), and its tables."""
 
     paper: PaperInfo
@@ -241,7 +239,7 @@ def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike
     """Load and validate one paper's tables, from a paper key (``"drml"``) or a path to a ``published.yaml``.
 
     The file must sit in a folder named after its ``paper.key``. Every problem raises :class:`InputError`
-    naming the file, the table id, the row index (and id) and the field.
+    naming the file, the table id, the row (id and index) and the field.
     """
     if isinstance(key_or_path, str) and key_or_path in PAPER_KEYS:
         path = published_path(key_or_path, papers_dir)
@@ -249,20 +247,7 @@ def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike
         path = Path(key_or_path)
     if not path.is_file():
         raise InputError(f"{path}: published tables file not found (paper keys: {', '.join(PAPER_KEYS)})")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"{path}: expected a mapping with 'paper' and 'tables', found {type(raw).__name__}")
-    try:
-        paper = PublishedPaper.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = _describe_location(raw, first["loc"])
-        more = f" (and {error.error_count() - 1} more errors)" if error.error_count() > 1 else ""
-        found = f"; found {first['input']!r}" if first["type"] != "missing" and _is_short(first["input"]) else ""
-        raise InputError(f"{path}: {where}: {first['msg']}{found}{more}") from None
+    paper = load_yaml_model(path, PublishedPaper, "published tables file", by_id({"tables": "table", "rows": "row"}))
     if paper.paper.key != path.parent.name:
         raise InputError(f"{path}: paper.key: expected the folder name {path.parent.name!r}, found {paper.paper.key!r}")
     return paper
@@ -271,38 +256,3 @@ def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike
 def load_all(papers_dir: str | os.PathLike | None = None) -> dict[str, PublishedPaper]:
     """Every paper in :data:`PAPER_KEYS`, loaded and validated, keyed by paper key."""
     return {key: load_published(key, papers_dir) for key in PAPER_KEYS}
-
-
-def _is_short(value: Any) -> bool:
-    return not isinstance(value, dict | list) and len(repr(value)) <= 80
-
-
-def _describe_location(raw: dict, loc: tuple[int | str, ...]) -> str:
-    """Turn pydantic's ``('tables', 2, 'rows', 5, 'metrics', 'R@x')`` into ``table table3, row 5 (id ...)``.
-
-    >>> raw = {"tables": [{"id": "table1", "rows": [{"id": "ours-cub200"}]}]}
-    >>> _describe_location(raw, ("tables", 0, "rows", 0, "metrics", "R@x"))
-    'table table1 (tables[0]), row 0 (ours-cub200), field metrics.R@x'
-    """
-    parts: list[str] = []
-    field: list[str] = []
-    node: Any = raw
-    index = 0
-    while index < len(loc):
-        name = loc[index]
-        nxt = loc[index + 1] if index + 1 < len(loc) else None
-        if name in ("tables", "rows") and isinstance(nxt, int):
-            items = node.get(name) if isinstance(node, dict) else None
-            node = items[nxt] if isinstance(items, list) and nxt < len(items) else None
-            label = node.get("id") if isinstance(node, dict) else None
-            if name == "tables":
-                parts.append(f"table {label} (tables[{nxt}])" if label else f"tables[{nxt}]")
-            else:
-                parts.append(f"row {nxt} ({label})" if label else f"row {nxt}")
-            index += 2
-            continue
-        field.append(str(name))
-        index += 1
-    if field:
-        parts.append("field " + ".".join(field))
-    return ", ".join(parts) or "top level"

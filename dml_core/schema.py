@@ -13,15 +13,20 @@ demo.yaml: invalid recipe: field epochs: Input should be a valid integer, ...; f
 
 from __future__ import annotations
 
+import reprlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from dml_core.errors import InputError
 
 Model = TypeVar("Model", bound=BaseModel)
+Location = tuple[int | str, ...]  # pydantic's path to a problem: ("tables", 2, "rows", 5, "metrics")
+Locate = Callable[[Any, Location], str]  # words a path in the tree that was validated
 
 
 class StrictModel(BaseModel):
@@ -30,24 +35,80 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def format_validation_error(error: ValidationError) -> str:
-    """``field a.b: message; found value`` for each problem, ``; ``-joined (a mapping's value is not repeated)."""
-    problems = []
-    for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        found = item.get("input")
-        found_text = "" if isinstance(found, dict) else f"; found {found!r}"
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"field {field}: {message}{found_text}")
-    return "; ".join(problems)
+def field_location(tree: Any, loc: Location) -> str:
+    """Where a problem is, as ``field a.b`` (pydantic's path, dotted); the default for every loader.
+
+    >>> field_location({}, ("gaps", 0, "see")), field_location({}, ())
+    ('field gaps.0.see', 'field (top level)')
+    """
+    return "field " + (".".join(str(part) for part in loc) or "(top level)")
 
 
-def parse_model(tree: Any, model: type[Model], origin: str, what: str) -> Model:
+def by_id(nouns: Mapping[str, str], label: str = "id") -> Locate:
+    """A ``locate`` that names the items of the lists in ``nouns`` by their ``label`` field (a file reader finds a
+    row by its id, not by its index), then the rest of the path as a field.
+
+    >>> locate = by_id({"tables": "table", "rows": "row"})
+    >>> tree = {"tables": [{"id": "table1", "rows": [{"id": "ours-cub200"}, {}]}]}
+    >>> locate(tree, ("tables", 0, "rows", 0, "metrics", "R@1"))
+    'table table1 (tables[0]), row ours-cub200 (rows[0]), field metrics.R@1'
+    >>> locate(tree, ("tables", 0, "rows", 1)), locate(tree, ("notes",))
+    ('table table1 (tables[0]), rows[1]', 'field notes')
+    """
+
+    def locate(tree: Any, loc: Location) -> str:
+        parts: list[str] = []
+        node, index = tree, 0
+        while index + 1 < len(loc) and loc[index] in nouns and isinstance(loc[index + 1], int):
+            key, position = str(loc[index]), int(loc[index + 1])
+            items = node.get(key) if isinstance(node, dict) else None
+            node = items[position] if isinstance(items, list) and position < len(items) else None
+            name = node.get(label) if isinstance(node, dict) else None
+            parts.append(f"{nouns[key]} {name} ({key}[{position}])" if name else f"{key}[{position}]")
+            index += 2
+        if index < len(loc) or not parts:
+            parts.append(field_location(tree, loc[index:]))
+        return ", ".join(parts)
+
+    return locate
+
+
+def _shown_value_repr() -> reprlib.Repr:
+    """What a message shows of the value found: enough to recognise it, never a whole file."""
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxlist, shown.maxtuple, shown.maxdict = 2, 6, 6, 4
+    shown.maxstring = shown.maxother = 80
+    return shown
+
+
+_SHOWN = _shown_value_repr()
+
+
+def describe_problem(item: ErrorDetails) -> str:
+    """One pydantic problem as ``message; found value`` (no value for a missing field, a mapping, or a message
+    that already says what it found).
+
+    >>> describe_problem({"type": "int_parsing", "loc": ("epochs",), "msg": "Not an int", "input": "many"})
+    "Not an int; found 'many'"
+    """
+    message = item["msg"].removeprefix("Value error, ")
+    found = item.get("input")
+    if item["type"] == "missing" or isinstance(found, dict) or "found " in message:
+        return message
+    return f"{message}; found {_SHOWN.repr(found)}"
+
+
+def format_validation_error(error: ValidationError, tree: Any = None, locate: Locate = field_location) -> str:
+    """``field a.b: message; found value`` for each problem, ``; ``-joined; ``locate`` words the place."""
+    return "; ".join(f"{locate(tree, item['loc'])}: {describe_problem(item)}" for item in error.errors())
+
+
+def parse_model(tree: Any, model: type[Model], origin: str, what: str, locate: Locate = field_location) -> Model:
     """Validate ``tree`` as ``model``; a problem is an ``InputError`` naming ``origin`` and every bad field."""
     try:
         return model.model_validate(tree)
     except ValidationError as error:
-        raise InputError(f"{origin}: invalid {what}: {format_validation_error(error)}") from None
+        raise InputError(f"{origin}: invalid {what}: {format_validation_error(error, tree, locate)}") from None
 
 
 def read_yaml_mapping(path: str | Path, what: str) -> dict:
@@ -66,6 +127,6 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
     return tree
 
 
-def load_yaml_model(path: str | Path, model: type[Model], what: str) -> Model:
+def load_yaml_model(path: str | Path, model: type[Model], what: str, locate: Locate = field_location) -> Model:
     """Read and validate a YAML file as ``model``."""
-    return parse_model(read_yaml_mapping(path, what), model, str(path), what)
+    return parse_model(read_yaml_mapping(path, what), model, str(path), what, locate)

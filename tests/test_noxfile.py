@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dml_core.published import PAPER_KEYS
+from dml_core.vocabulary import PAPER_KEYS
 
 # nox is not in pyproject's test extras (CI installs it outside the shared environment): skip where absent.
 pytest.importorskip("nox")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
-from dml_core.published import PAPER_KEYS
+from dml_core.vocabulary import PAPER_KEYS
 
 SUMMARY = "re-run every paper at this commit into results/nightly/<date>-<commit>/, compare, keep the history"
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dml_core.commands.options import add_reading_option, non_negative_int, positive_float, positive_int
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
-from dml_core.published import PAPER_KEYS
+from dml_core.vocabulary import PAPER_KEYS
 
 SUMMARY = "run every recipe of a paper (finished runs skipped), then build tables/<paper>.md"
 

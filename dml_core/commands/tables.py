@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
-from dml_core.published import PAPER_KEYS
+from dml_core.vocabulary import PAPER_KEYS
 
 SUMMARY = "compare results with the published tables: tables/<paper>.md (+ .csv, figures); --check for the nightly"
 

@@ -15,14 +15,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from dml_core.errors import InputError
 from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.protocol import N_FOLDS, thin_grid
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import get_uci_dataset
+from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.vocabulary import PaperKey
 
 LINEAR_PLANS_FOLDER = "linear"
 
@@ -49,11 +50,7 @@ def table2_row_id(method: str, dataset: str) -> str:
     return f"{TABLE2_ROW_SLUGS[method]}-uci-{get_uci_dataset(dataset).name.lower()}"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LinearSmoke(_Strict):
+class LinearSmoke(StrictModel):
     """What the smoke version changes: few splits, a grid thinned to (about) one point, a short solver budget."""
 
     splits: int = Field(default=2, ge=1)
@@ -61,9 +58,9 @@ class LinearSmoke(_Strict):
     max_iterations: int = Field(default=30, ge=1)
 
 
-class LinearPlan(_Strict):
+class LinearPlan(StrictModel):
     id: str
-    paper: str
+    paper: PaperKey
     dataset: str
     methods: list[str] = Field(min_length=1)
     splits: int = Field(default=30, ge=1)
@@ -100,18 +97,7 @@ def linear_plan_paths(recipes_dir: str | Path, key: str) -> list[Path]:
 def load_linear_plan(path: str | Path) -> LinearPlan:
     """Read and validate a plan; its ``id`` must be its file stem and its ``paper`` its paper folder."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the linear plan ({error})") from None
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    try:
-        plan = LinearPlan.model_validate(raw)
-    except ValidationError as error:
-        item = error.errors()[0]
-        field = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        raise InputError(f"{path}: field {field}: {item['msg']}") from None
+    plan = load_yaml_model(path, LinearPlan, "linear plan")
     if plan.id != path.stem:
         raise InputError(f"{path}: field id: expected the file stem {path.stem!r}, found {plan.id!r}")
     folder = path.parent.parent.name

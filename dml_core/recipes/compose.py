@@ -45,7 +45,7 @@ from dml_core.errors import InputError
 from dml_core.recipe import Recipe, Target, parse_override
 from dml_core.recipes.assumptions import PaperAssumptions
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
-from dml_core.schema import read_yaml_mapping
+from dml_core.schema import describe_problem, read_yaml_mapping
 
 FILE_KEYS = frozenset({"extends", "anchors", "runs", "targets"})
 ENTRY_KEYS = frozenset({"id", "targets", "grid"})
@@ -212,10 +212,7 @@ def _problems(error: ValidationError, run_id: str, file: Path, origins: Mapping)
     for item in error.errors():
         path = tuple(str(part) for part in item["loc"])
         where = origin_of(path, origins) or str(file)
-        found = item.get("input")
-        found_text = "" if isinstance(found, dict) else f"; found {found!r}"
-        message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: run {run_id}: field {dotted(path) or '(top level)'}: {message}{found_text}")
+        lines.append(f"{where}: run {run_id}: field {dotted(path) or '(top level)'}: {describe_problem(item)}")
     return "; ".join(lines)
 
 

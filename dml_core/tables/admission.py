@@ -38,6 +38,7 @@ from dml_core.errors import InputError
 from dml_core.published import PublishedPaper, find_row
 from dml_core.recipe import Recipe, smoke_version
 from dml_core.results import AnyResults, ResultsFile, SelectionRecord, select_every_rule
+from dml_core.schema import format_validation_error
 from dml_core.tables.index_check import IndexCheck
 from dml_core.tables.join import LoadedResults, Refusal, read_results_folder
 from dml_core.tables.planned import Plan
@@ -142,9 +143,7 @@ def pinned_recipe(results: ResultsFile, plan: Plan, smoke: bool) -> Recipe:
     try:
         recorded = Recipe.model_validate(record.content)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise _field("recipe.content", "the settings of a recipe", f"{where}: {first['msg']}") from None
+        raise _field("recipe.content", "the settings of a recipe", format_validation_error(error)) from None
     if recorded.content_hash() != record.sha256:
         raise _field(
             "recipe.content",

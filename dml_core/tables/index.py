@@ -9,13 +9,14 @@ import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
 from dml_core.output_paths import tables_markdown
-from dml_core.published import PAPER_KEYS, load_published
+from dml_core.published import load_published
 from dml_core.tables.build import paper_verdicts
 from dml_core.tables.long_form import long_form_path, read_long_form
 from dml_core.tables.markdown import SMOKE_BANNER
 from dml_core.tables.paper_tables import table_markdown
 from dml_core.tables.summary import counts_text, table_counts, verdict_counts
 from dml_core.tables.tolerances import Tolerances
+from dml_core.vocabulary import PAPER_KEYS
 
 
 def index_path(tables_root: Path, smoke: bool) -> Path:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Literal
 
 import pandas as pd
 from pydantic import Field
@@ -39,6 +38,7 @@ from dml_core.output_paths import REPOSITORY_ROOT
 from dml_core.published import PAPERS_DIR, PublishedPaper, find_row
 from dml_core.schema import StrictModel, load_yaml_model
 from dml_core.tables.join import BELOW, WAIVED, compared_metrics
+from dml_core.vocabulary import PaperKey
 
 KNOWN_GAPS_FILE = "known_gaps.yaml"
 
@@ -63,7 +63,7 @@ class KnownGap(StrictModel):
 
 
 class KnownGaps(StrictModel):
-    paper: Literal["damlrrm", "anml", "gpw", "drml", "cgml"]
+    paper: PaperKey
     gaps: list[KnownGap] = Field(default_factory=list)
 
     def for_row(self, table: str, row: str) -> KnownGap | None:

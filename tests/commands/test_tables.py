@@ -62,4 +62,7 @@ def test_a_bad_tolerances_file_is_a_one_line_error(tmp_path, capsys):
     bad = tmp_path / "tolerances.yaml"
     bad.write_text("default: -1\n")
     assert main(_args(tmp_path, "--tolerances", str(bad))) == 2
-    assert f"{bad}: field default: Input should be greater than or equal to 0" in capsys.readouterr().err
+    assert (
+        f"{bad}: invalid tolerances file: field default: Input should be greater than or equal to 0"
+        in capsys.readouterr().err
+    )

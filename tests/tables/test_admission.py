@@ -110,6 +110,16 @@ def test_settings_edited_under_a_kept_hash_are_refused(root):
     assert _only_refusal(_admit(root)).startswith("field recipe.content: expected settings of hash ")
 
 
+def test_recorded_settings_that_are_no_recipe_are_refused_naming_the_field(root):
+    payload = pinned_payload()
+    payload["recipe"]["content"]["model"]["widht"] = 0.5
+    _forge(root, payload)
+    assert _only_refusal(_admit(root)) == (
+        "field recipe.content: expected the settings of a recipe, found field model.widht: Extra inputs are not "
+        "permitted; found 0.5"
+    )
+
+
 def test_a_run_of_no_pinned_recipe_or_of_another_row_is_refused(root):
     _forge(root, pinned_payload({"id": "mine"}), "mine-seed0.json")
     assert _only_refusal(_admit(root)) == "field recipe.id: expected one of the 1 runs of the recipes, found 'mine'"

@@ -6,9 +6,10 @@ import pytest
 import yaml
 
 from dml_core.errors import InputError
-from dml_core.published import PAPER_KEYS, load_published
+from dml_core.published import load_published
 from dml_core.tables.join import BELOW, WAIVED, WITHIN
 from dml_core.tables.known_gaps import apply_waivers, load_known_gaps
+from dml_core.vocabulary import PAPER_KEYS
 from tests.tables.synthetic import PAPER_KEY, write_papers_dir
 
 

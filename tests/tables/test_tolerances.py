@@ -19,3 +19,10 @@ def test_unknown_fields_and_missing_files_are_errors(tmp_path):
         load_tolerances(path)
     with pytest.raises(InputError, match="tolerances file not found"):
         load_tolerances(tmp_path / "none.yaml")
+
+
+def test_a_negative_tolerance_is_refused_naming_file_and_metric(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("default: 1\nmetrics: {NMI: -0.5}\n")
+    with pytest.raises(InputError, match=r"t\.yaml: .*field metrics\.NMI: Input should be greater than or equal to 0"):
+        load_tolerances(path)
