@@ -15,7 +15,7 @@ SUMMARY = "evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Prec
 
 
 def add_parser(subparsers) -> None:
-    from dml_core.evaluation import ALL_METRICS, RECALL_KS  # here, not at the top: torch is heavy for `dml --help`
+    from dml_core.evaluation import METRIC_NAMES, RECALL_KS  # here, not at the top: `dml --help` loads no numpy
 
     parser = subparsers.add_parser(
         "evaluate-embeddings",
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
         default=True,
         help="L2-normalise embeddings first (default: yes)",
     )
-    parser.add_argument("--metrics", nargs="+", choices=ALL_METRICS, default=list(ALL_METRICS))
+    parser.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES))
     parser.add_argument("--kmeans-backend", choices=("faiss", "sklearn"), default="faiss")
     parser.add_argument("--kmeans-iterations", type=positive_int, default=20)
     parser.add_argument("--seed", type=non_negative_int, default=0, help="k-means seed")

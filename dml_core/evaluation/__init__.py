@@ -1,7 +1,32 @@
-"""Exact evaluation: Recall@K, NMI, F1, MAP@R and R-Precision from embeddings and labels."""
+"""Exact evaluation: Recall@K, NMI, F1, MAP@R and R-Precision from embeddings and labels.
 
-from dml_core.evaluation.clustering import KMeansConfig
-from dml_core.evaluation.evaluator import ALL_METRICS, Evaluation, evaluate
-from dml_core.evaluation.protocols import RECALL_KS, recall_ks_for
+The package's names load on first use (PEP 562): the recipe schema reads the metric names from ``registry``
+(numpy only), which must not load torch and faiss with ``evaluate``.
+"""
 
-__all__ = ["ALL_METRICS", "RECALL_KS", "Evaluation", "KMeansConfig", "evaluate", "recall_ks_for"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dml_core.evaluation.clustering import KMeansConfig
+    from dml_core.evaluation.evaluator import Evaluation, evaluate
+    from dml_core.evaluation.protocols import RECALL_KS, recall_ks_for
+    from dml_core.evaluation.registry import METRIC_NAMES
+
+_MODULE_OF = {
+    "KMeansConfig": "clustering",
+    "Evaluation": "evaluator",
+    "evaluate": "evaluator",
+    "RECALL_KS": "protocols",
+    "recall_ks_for": "protocols",
+    "METRIC_NAMES": "registry",
+}
+__all__ = ["METRIC_NAMES", "RECALL_KS", "Evaluation", "KMeansConfig", "evaluate", "recall_ks_for"]
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)

@@ -10,10 +10,12 @@ a bootstrap over queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
-from sklearn.metrics.cluster import contingency_matrix
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 
 def recall_at_k(first_positive_rank: np.ndarray, ks: Sequence[int]) -> dict[int, float]:
@@ -95,6 +97,11 @@ def map_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> fl
 
 
 def _contingency(labels: np.ndarray, clusters: np.ndarray) -> sparse.csr_matrix:
+    # Imported here: scikit-learn takes a second to load, and the metric registry (numpy only, read by the recipe
+    # schema) imports this module.
+    from scipy import sparse
+    from sklearn.metrics.cluster import contingency_matrix
+
     return sparse.csr_matrix(contingency_matrix(labels, clusters, sparse=True))
 
 

@@ -1,0 +1,117 @@
+"""The metrics an evaluation can report, each declaring the shared work it needs: adding a metric is one entry here.
+
+The evaluator does each piece of shared work once for all the metrics that ask for it (as Roth et al.'s
+Revisiting-DML does): the kNN ranking (``RANKING``: each query's nearest same-class rank; ``NEIGHBOURS``: also
+each query's R nearest neighbours, R its number of same-class items) and the clustering (``CLUSTERING``: k-means on
+every evaluated item). A metric that is a mean over queries returns its per-query terms beside its value (kept for
+a bootstrap over queries, ``per_query.PerQuery``). Values are percent, keyed as papers/<key>/published.yaml keys
+them ("R@1", "MAP@R", "NMI", "F1", plus "RP" for R-Precision).
+
+Only numpy is loaded here (the metrics load scikit-learn when first used): the recipe schema takes
+:data:`MetricName` from this module without loading the evaluation stack.
+
+>>> METRIC_NAMES
+('recall', 'map_at_r', 'r_precision', 'nmi', 'f1')
+>>> sorted(needs_of(chosen_metrics(["recall", "f1"])))
+['clustering', 'ranking']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from dml_core.errors import InputError
+from dml_core.evaluation import metrics as M
+
+if TYPE_CHECKING:  # the ranking's type only: knn imports torch
+    from dml_core.evaluation.knn import NeighbourRanking
+
+RANKING = "ranking"
+NEIGHBOURS = "neighbours"
+CLUSTERING = "clustering"
+RETRIEVAL_WORK = frozenset({RANKING, NEIGHBOURS})  # both come from the one kNN search
+
+
+@dataclass(frozen=True)
+class SharedWork:
+    """What the evaluator computed once, for every metric that needs it (None: no chosen metric asked for it)."""
+
+    ranking: NeighbourRanking | None = None  # with NEIGHBOURS, its neighbour columns reach every query's R
+    recall_ks: tuple[int, ...] = ()
+    labels: np.ndarray | None = None  # class codes of the clustered items
+    clusters: np.ndarray | None = None  # their k-means assignment
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One metric's values (percent) and, for a mean over queries, its terms by ``PerQuery`` field name."""
+
+    values: dict[str, float]
+    terms: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # as recipes (evaluation.metrics) and `dml evaluate-embeddings --metrics` name it
+    needs: frozenset[str]
+    compute: Callable[[SharedWork], Computed]
+
+
+def _recall(work: SharedWork) -> Computed:
+    ranks = work.ranking.first_positive_rank
+    return Computed({f"R@{k}": 100.0 * value for k, value in M.recall_at_k(ranks, work.recall_ks).items()})
+
+
+def _map_at_r(work: SharedWork) -> Computed:
+    terms = M.average_precision_at_r(work.ranking.neighbour_is_positive, work.ranking.num_positives)
+    return Computed({"MAP@R": 100.0 * M.mean_over_queries(terms)}, {"average_precision_at_r": terms})
+
+
+def _r_precision(work: SharedWork) -> Computed:
+    terms = M.r_precision_per_query(work.ranking.neighbour_is_positive, work.ranking.num_positives)
+    return Computed({"RP": 100.0 * M.mean_over_queries(terms)}, {"r_precision": terms})
+
+
+def _nmi(work: SharedWork) -> Computed:
+    return Computed({"NMI": 100.0 * M.normalized_mutual_information(work.labels, work.clusters)})
+
+
+def _f1(work: SharedWork) -> Computed:
+    return Computed({"F1": 100.0 * M.clustering_f1(work.labels, work.clusters)})
+
+
+# Registry order is the order of the reported values.
+METRICS: Mapping[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric("recall", frozenset({RANKING}), _recall),
+        Metric("map_at_r", frozenset({NEIGHBOURS}), _map_at_r),
+        Metric("r_precision", frozenset({NEIGHBOURS}), _r_precision),
+        Metric("nmi", frozenset({CLUSTERING}), _nmi),
+        Metric("f1", frozenset({CLUSTERING}), _f1),
+    )
+}
+METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+MetricName = Literal[METRIC_NAMES]  # the recipe schema's evaluation.metrics: every registered name, no other
+
+
+def chosen_metrics(names: Iterable[str]) -> list[Metric]:
+    """The registered metrics named, in registry order, each once; an unknown name is an ``InputError``.
+
+    >>> [metric.name for metric in chosen_metrics(["nmi", "recall", "nmi"])]
+    ['recall', 'nmi']
+    """
+    names = set(names)
+    unknown = sorted(names - set(METRICS))
+    if unknown:
+        raise InputError(f"metrics: unknown {unknown}; expected some of {list(METRICS)}")
+    return [metric for name, metric in METRICS.items() if name in names]
+
+
+def needs_of(metrics: Iterable[Metric]) -> frozenset[str]:
+    """The shared work these metrics need together."""
+    return frozenset().union(*(metric.needs for metric in metrics))
