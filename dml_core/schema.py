@@ -123,7 +123,8 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not valid YAML ({error})") from None
     if not isinstance(tree, dict):
-        raise InputError(f"{path}: expected a mapping at the top level, found {type(tree).__name__}")
+        found = "an empty file" if tree is None else f"a {type(tree).__name__}"
+        raise InputError(f"{path}: expected a mapping at the top level, found {found}")
     return tree
 
 

@@ -254,7 +254,7 @@ def test_empty_folder_and_binary_inputs_are_one_line(tmp_path, capsys):
     tolerances = tmp_path / "tolerances.yaml"
     tolerances.write_bytes(b"")
     outcome = _dml(capsys, "tables", "--paper", "anml", "--tables", tmp_path / "t", "--tolerances", tolerances)
-    _one_line(outcome, BAD_INPUT, f"{tolerances}: field (top level): ")
+    _one_line(outcome, BAD_INPUT, f"{tolerances}: expected a mapping at the top level, found an empty file")
 
 
 def test_a_binary_results_file_is_refused_by_the_tables_and_one_line_for_reproduce(tmp_path, capsys):
