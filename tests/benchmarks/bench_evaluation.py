@@ -29,7 +29,7 @@ from dml_core.evaluation.knn import DEFAULT_CHUNK_ELEMENTS, rank_neighbours
 
 SCALE = float(os.environ.get("DML_BENCH_SCALE", "1.0"))
 N, CLASSES, DIM = int(60502 * SCALE), int(11316 * SCALE), 512
-OUT = Path(__file__).resolve().parents[2] / "tables" / "benchmarks"
+OUT = Path(os.environ.get("DML_BENCH_OUT") or Path(__file__).resolve().parents[2] / "tables" / "benchmarks")
 MEASURED: dict[str, float] = {}
 
 
@@ -121,15 +121,20 @@ def test_alternative_chunked_search(benchmark, sop_like):
     _once(benchmark, "chunked_knn", lambda: rank_neighbours(xt, xt, yt, yt, k, self_index=torch.arange(len(x))))
 
 
+# Each ratio's bound (the report keeps the numbers even when one is missed); references timed in the same run.
+TARGETS = {
+    "ours_total / peer_total": 0.8,
+    "ours_knn_stage / bound_knn": 1.3,
+    "ours_clustering_stage / bound_clustering": 1.3,
+}
+
+
 def test_zz_write_ratios(benchmark):
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     ratios = {
-        "ours_total / peer_total (target <= 0.8)": MEASURED["ours_total"] / MEASURED["peer_total"],
-        "ours_knn_stage / bound_knn (target <= 1.3)": MEASURED["ours_knn_stage"] / MEASURED["bound_knn"],
-        "ours_clustering_stage / bound_clustering (target <= 1.3)": MEASURED["ours_clustering_stage"]
-        / MEASURED["bound_clustering"],
-        "faiss_flat_knn / bound_knn": MEASURED["faiss_flat_knn"] / MEASURED["bound_knn"],
-        "chunked_knn / bound_knn": MEASURED["chunked_knn"] / MEASURED["bound_knn"],
+        name: MEASURED[numerator] / MEASURED[denominator]
+        for name in (*TARGETS, "faiss_flat_knn / bound_knn", "chunked_knn / bound_knn")
+        for numerator, denominator in [name.split(" / ")]
     }
     device = f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
     report = {
@@ -139,6 +144,9 @@ def test_zz_write_ratios(benchmark):
         "torch": torch.__version__,
         "seconds": MEASURED,
         "ratios": ratios,
+        "targets (at most)": TARGETS,
     }
     atomic_write_json(OUT / f"evaluation-cpu-scale{SCALE:g}.json", report)
     print("\n" + json.dumps(report, indent=2))
+    missed = {name: f"{ratios[name]:.2f} > {bound}" for name, bound in TARGETS.items() if ratios[name] > bound}
+    assert not missed, f"ratios over their targets: {missed}"

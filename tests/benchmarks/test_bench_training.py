@@ -26,3 +26,19 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path):
     assert set(measured) == {"pil", "cache"}
     for numbers in measured.values():
         assert numbers["end_to_end_iterations_per_second"] > 0 and numbers["model_only_iterations_per_second"] > 0
+
+
+def test_a_missed_gpu_target_is_named_with_its_ratio_and_bound():
+    from tests.benchmarks.bench_training import missed_targets
+
+    def pipelines(end_to_end_ratio, published_ratio=None):
+        cache = {"ratio_end_to_end_over_model_only": end_to_end_ratio}
+        if published_ratio is not None:
+            cache["ratio_published_over_ours"] = published_ratio
+        return {"pipelines": {"cache": cache, "pil": {"ratio_end_to_end_over_model_only": 0.1}}}
+
+    assert missed_targets({"damlrrm": pipelines(0.95, 25.0), "gpw": pipelines(0.9)}) == {}
+    assert missed_targets({"damlrrm": pipelines(0.95, 12.0), "gpw": pipelines(0.5)}) == {
+        "damlrrm/ratio_published_over_ours": "12.00 < 20.0",
+        "gpw/ratio_end_to_end_over_model_only": "0.50 < 0.9",
+    }

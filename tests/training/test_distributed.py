@@ -1,9 +1,6 @@
 """Multi-process training (DDP over gloo, two CPU processes under torchrun) against one process on the same
 global batch: same loss values, same parameter updates; and the sharding rules."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +8,7 @@ import torch
 
 from dml_core.errors import InputError
 from dml_core.training.distributed import SINGLE_PROCESS, Process, recipe_order, shard_slots
-from tests.torchrun import ROOT, torchrun
+from tests.torchrun import torchrun
 from tests.training import ddp_step_worker
 
 
@@ -76,15 +73,13 @@ def test_two_gloo_processes_match_one_process_on_the_same_global_batch(tmp_path)
 
 @pytest.mark.slow
 def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_path):
-    import signal
-    import time
-
     import yaml
 
     from dml_core.recipes import load_recipe
     from dml_core.results import load_results
     from dml_core.training import train
     from dml_core.training.checkpoint import load_checkpoint
+    from tests.training import stopped_by_the_scheduler
 
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(ddp_step_worker.TINY_RECIPE))
@@ -92,25 +87,15 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     train(load_recipe(recipe_path), tmp_path / "single", data_root=data_root, progress=False)
 
     out = tmp_path / "two"
-    args = ["-m", "dml_core.cli", "train", str(recipe_path), "--out", str(out), "--no-progress"]
+    train_args = [str(recipe_path), "--out", str(out), "--no-progress"]
+    args = ["-m", "dml_core.cli", "train", *train_args]
     env = {"DML_DATA_ROOT": str(data_root)}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *args]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **env}
-    process = subprocess.Popen(
-        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    # as a scheduler stops a job: SIGTERM to torchrun, which passes it on, right after iteration 2's checkpoint
+    stopped = torchrun(2, str(Path(stopped_by_the_scheduler.__file__)), "2", *train_args, env=env)
+    assert stopped.returncode != 0, "the run must have been stopped"
     checkpoint = out / "checkpoint.pt"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        if checkpoint.exists() and load_checkpoint(checkpoint)["iteration"] >= 2:
-            break
-        time.sleep(0.05)
-    # as a scheduler stops a job: torchrun passes the signal on and the workers die mid-run (their own sessions,
-    # so killing torchrun's process group alone would leave them running)
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait()
     state = load_checkpoint(checkpoint)
-    assert 1 <= state["iteration"] < 6, "the run must be killed mid-way"
+    assert state["iteration"] == 2 and not state["finished"]
     assert state["world_size"] == 2 and len(state["rng"]) == 2
 
     # resuming on another number of processes is refused: each process restores its own RNG state
