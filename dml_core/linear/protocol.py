@@ -257,51 +257,13 @@ def run_protocol_on_arrays(
     Resuming: ``done`` are the first splits of an interrupted run under the same settings (each split depends
     only on its seed, so they are taken as they are); ``on_split`` receives the splits so far after each new one.
     """
-    if method not in METHODS:
-        raise InputError(f"method: expected one of {', '.join(METHODS)}, found {method!r}")
-    if k_rule not in K_RULES:
-        raise InputError(f"k_rule: expected one of {', '.join(K_RULES)}, found {k_rule!r}")
-    if n_splits < 1:
-        raise InputError(f"n_splits: expected at least 1, found {n_splits}")
-    grid = PAPER_GRIDS[method] if grid is None else grid
-    unknown = set(grid) - set(PAPER_GRIDS[method])
-    if unknown:
-        raise InputError(f"grid: {method} has no hyper-parameter {sorted(unknown)}; it has {list(PAPER_GRIDS[method])}")
+    grid = _checked_grid(method, k_rule, n_splits, grid)
     solver = solver or SolverConfig()
-    splits = list(done)
-    for number, split in enumerate(splits):
-        if (split.split, split.seed) != (number, seed + number):
-            raise InputError(
-                f"done: expected split {number} with seed {seed + number} at position {number}, "
-                f"found split {split.split} with seed {split.seed}"
-            )
-    if len(splits) > n_splits:
-        raise InputError(f"done: expected at most {n_splits} splits, found {len(splits)}")
+    splits = _checked_done(done, seed, n_splits)
     for split in range(len(splits), n_splits):
-        split_started = time.perf_counter()
-        split_seed = seed + split
-        train_X, test_X, train_y, test_y = train_test_split(
-            X, y, test_size=test_fraction, stratify=y, random_state=split_seed
-        )
-        preprocess = fit_preprocessing(train_X)
-        train_X, test_X = preprocess(train_X), preprocess(test_X)
-        point, cv_accuracy, cv_k = cross_validate(
-            method, grid, train_X, train_y, split_seed, solver, max_k, n_folds, n_jobs, batched
-        )
-        accuracy_by_k, fit = _fit_and_score(method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k)
-        best_test_k = int(np.argmax(accuracy_by_k)) + 1
         splits.append(
-            SplitResult(
-                split=split,
-                seed=split_seed,
-                hyper_parameters=point,
-                cv_accuracy=cv_accuracy,
-                cv_k=cv_k,
-                best_test_k=best_test_k,
-                test_accuracy_by_k=[float(a) for a in accuracy_by_k],
-                accuracy=split_accuracy(accuracy_by_k, cv_k, k_rule),
-                seconds=time.perf_counter() - split_started,
-                fit_diagnostics=fit.diagnostics,
+            _run_split(
+                X, y, method, grid, split, seed + split, k_rule, n_folds, max_k, test_fraction, solver, n_jobs, batched
             )
         )
         if on_split is not None:
@@ -335,6 +297,76 @@ def run_protocol_on_arrays(
             },
         },
         seconds=sum(split.seconds for split in splits),  # the splits' own times: a resumed run adds up alike
+    )
+
+
+def _checked_grid(method: str, k_rule: str, n_splits: int, grid: Grid | None) -> Grid:
+    """The grid to search (``None``: the paper's), once the method, the k rule and the split count are known."""
+    if method not in METHODS:
+        raise InputError(f"method: expected one of {', '.join(METHODS)}, found {method!r}")
+    if k_rule not in K_RULES:
+        raise InputError(f"k_rule: expected one of {', '.join(K_RULES)}, found {k_rule!r}")
+    if n_splits < 1:
+        raise InputError(f"n_splits: expected at least 1, found {n_splits}")
+    grid = PAPER_GRIDS[method] if grid is None else grid
+    unknown = set(grid) - set(PAPER_GRIDS[method])
+    if unknown:
+        raise InputError(f"grid: {method} has no hyper-parameter {sorted(unknown)}; it has {list(PAPER_GRIDS[method])}")
+    return grid
+
+
+def _checked_done(done: Sequence[SplitResult], seed: int, n_splits: int) -> list[SplitResult]:
+    """The finished splits of an interrupted run, each where its number and seed say it belongs."""
+    splits = list(done)
+    for number, split in enumerate(splits):
+        if (split.split, split.seed) != (number, seed + number):
+            raise InputError(
+                f"done: expected split {number} with seed {seed + number} at position {number}, "
+                f"found split {split.split} with seed {split.seed}"
+            )
+    if len(splits) > n_splits:
+        raise InputError(f"done: expected at most {n_splits} splits, found {len(splits)}")
+    return splits
+
+
+def _run_split(
+    X: np.ndarray,
+    y: np.ndarray,
+    method: str,
+    grid: Grid,
+    split: int,
+    split_seed: int,
+    k_rule: str,
+    n_folds: int,
+    max_k: int,
+    test_fraction: float,
+    solver: SolverConfig,
+    n_jobs: int,
+    batched: bool,
+) -> SplitResult:
+    """One split: stratified train/test, preprocessing fitted on train, the grid search by cross-validation, the
+    chosen point refitted on the whole train part and scored on test for every k."""
+    split_started = time.perf_counter()
+    train_X, test_X, train_y, test_y = train_test_split(
+        X, y, test_size=test_fraction, stratify=y, random_state=split_seed
+    )
+    preprocess = fit_preprocessing(train_X)
+    train_X, test_X = preprocess(train_X), preprocess(test_X)
+    point, cv_accuracy, cv_k = cross_validate(
+        method, grid, train_X, train_y, split_seed, solver, max_k, n_folds, n_jobs, batched
+    )
+    accuracy_by_k, fit = _fit_and_score(method, point, train_X, train_y, test_X, test_y, split_seed, solver, max_k)
+    return SplitResult(
+        split=split,
+        seed=split_seed,
+        hyper_parameters=point,
+        cv_accuracy=cv_accuracy,
+        cv_k=cv_k,
+        best_test_k=int(np.argmax(accuracy_by_k)) + 1,
+        test_accuracy_by_k=[float(a) for a in accuracy_by_k],
+        accuracy=split_accuracy(accuracy_by_k, cv_k, k_rule),
+        seconds=time.perf_counter() - split_started,
+        fit_diagnostics=fit.diagnostics,
     )
 
 
