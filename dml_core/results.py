@@ -151,6 +151,9 @@ class LinearPlanRecord(_Strict):
     path: str | None
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # of the resolved settings of this method's run
     overrides: list[str]
+    # True: ``path`` was rewritten after the run from the absolute path of the checkout that ran it to the
+    # repository's plan file with the same settings hash (``dml_core.linear.relocate``)
+    path_relocated: bool = False
 
 
 class LinearProtocolRecord(_Strict):
