@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 from torchvision.transforms import v2
 
+from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
 
 
@@ -30,8 +31,6 @@ class TransformConfig:
     hflip: bool = True
 
     def __post_init__(self) -> None:
-        from dml_core.errors import InputError
-
         if self.resize_mode not in ("squash", "shorter_side"):
             raise InputError(f"resize_mode: expected 'squash' or 'shorter_side', found {self.resize_mode!r}")
         if self.train_crop not in ("random_crop", "random_resized_crop"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dml_core.errors import InputError
 
 # Recall@K lists as the field reports them (e.g. anml Sec. 7.2.3: CUB and Cars 1-32, SOP 1-1000, In-Shop 1-50).
@@ -21,3 +23,17 @@ def recall_ks_for(dataset: str) -> tuple[int, ...]:
         return RECALL_KS[dataset]
     except KeyError:
         raise InputError(f"no Recall@K list for dataset {dataset!r}; expected one of {sorted(RECALL_KS)}") from None
+
+
+def run_recall_ks(dataset: str, declared: Sequence[int] = ()) -> list[int]:
+    """A run's Recall@K list: the recipe's own (``evaluation.recall_ks``), else its dataset's; the embedded glyph
+    set has none of its own, so 1, 2, 4, 8.
+
+    >>> run_recall_ks("sop"), run_recall_ks("cub200", [1, 5]), run_recall_ks("embedded")
+    ([1, 10, 100, 1000], [1, 5], [1, 2, 4, 8])
+    """
+    if declared:
+        return list(declared)
+    if dataset == "embedded":
+        return [1, 2, 4, 8]
+    return list(recall_ks_for(dataset))

@@ -59,6 +59,15 @@ class Metric:
     name: str  # as recipes (evaluation.metrics) and `dml evaluate-embeddings --metrics` name it
     needs: frozenset[str]
     compute: Callable[[SharedWork], Computed]
+    reports: str  # the key of its value in results and published tables; "{k}": one value per Recall@K
+
+    def value_names(self, recall_ks: Iterable[int] = ()) -> list[str]:
+        """The keys of the values it reports for a run with these Ks.
+
+        >>> METRICS["recall"].value_names([1, 10]), METRICS["nmi"].value_names([1, 10])
+        (['R@1', 'R@10'], ['NMI'])
+        """
+        return [self.reports.format(k=k) for k in recall_ks] if "{k}" in self.reports else [self.reports]
 
 
 def _recall(work: SharedWork) -> Computed:
@@ -88,11 +97,11 @@ def _f1(work: SharedWork) -> Computed:
 METRICS: Mapping[str, Metric] = {
     metric.name: metric
     for metric in (
-        Metric("recall", frozenset({RANKING}), _recall),
-        Metric("map_at_r", frozenset({NEIGHBOURS}), _map_at_r),
-        Metric("r_precision", frozenset({NEIGHBOURS}), _r_precision),
-        Metric("nmi", frozenset({CLUSTERING}), _nmi),
-        Metric("f1", frozenset({CLUSTERING}), _f1),
+        Metric("recall", frozenset({RANKING}), _recall, "R@{k}"),
+        Metric("map_at_r", frozenset({NEIGHBOURS}), _map_at_r, "MAP@R"),
+        Metric("r_precision", frozenset({NEIGHBOURS}), _r_precision, "RP"),
+        Metric("nmi", frozenset({CLUSTERING}), _nmi, "NMI"),
+        Metric("f1", frozenset({CLUSTERING}), _f1, "F1"),
     )
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)

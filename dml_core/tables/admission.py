@@ -35,6 +35,8 @@ from pydantic import ValidationError
 
 from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
+from dml_core.evaluation.protocols import run_recall_ks
+from dml_core.evaluation.registry import METRICS
 from dml_core.published import PublishedPaper, find_row
 from dml_core.recipe import Recipe, smoke_version
 from dml_core.results import AnyResults, ResultsFile, SelectionRecord, select_every_rule
@@ -45,9 +47,6 @@ from dml_core.tables.planned import Plan
 
 # The ``--set`` overrides a pinned run may carry: which seed it is, and how its images reach the model.
 ALLOWED_OVERRIDES = ("training.seed", "data.pipeline")
-
-# The evaluator's result names of each evaluation.metrics entry (recall gives one R@K per K).
-METRIC_NAMES = {"map_at_r": "MAP@R", "r_precision": "RP", "nmi": "NMI", "f1": "F1"}
 
 
 @dataclass(frozen=True)
@@ -174,15 +173,8 @@ def check_identity(results: ResultsFile, recipe: Recipe) -> None:
 
 def protocol_metrics(recipe: Recipe) -> list[str]:
     """The names of the numbers every evaluation of ``recipe`` yields (R@K for each K of its protocol, ...)."""
-    from dml_core.training.builders import recall_ks
-
-    names = []
-    for metric in recipe.evaluation.metrics:
-        if metric == "recall":
-            names += [f"R@{k}" for k in sorted(set(recall_ks(recipe)))]
-        else:
-            names.append(METRIC_NAMES[metric])
-    return names
+    ks = sorted(set(run_recall_ks(recipe.data.dataset, recipe.evaluation.recall_ks)))
+    return [name for metric in recipe.evaluation.metrics for name in METRICS[metric].value_names(ks)]
 
 
 def _check_values(field: str, metrics: Mapping[str, float]) -> None:

@@ -13,7 +13,7 @@ from torch import nn
 from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transform, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.errors import InputError
-from dml_core.evaluation import recall_ks_for
+from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.losses import build_loss, with_run_values
 from dml_core.models import (
     EmbeddingModel,
@@ -135,8 +135,4 @@ def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[I
 
 
 def recall_ks(recipe: Recipe) -> list[int]:
-    if recipe.evaluation.recall_ks:
-        return list(recipe.evaluation.recall_ks)
-    if recipe.data.dataset == "embedded":
-        return [1, 2, 4, 8]
-    return list(recall_ks_for(recipe.data.dataset))
+    return run_recall_ks(recipe.data.dataset, recipe.evaluation.recall_ks)

@@ -33,6 +33,14 @@ def test_every_metric_is_served_by_one_stage_and_named_for_the_recipes():
         assert metric.needs and (metric.needs <= RETRIEVAL_WORK or metric.needs <= {CLUSTERING}), metric.name
 
 
+def test_each_metric_reports_the_values_it_names():
+    """``value_names`` (what the results gate expects of a run) are the keys ``evaluate`` writes, metric by metric."""
+    x, y = _data()
+    for metric in METRICS.values():
+        found = evaluate(x, y, (1, 2, 4), metrics=[metric.name]).metrics
+        assert list(found) == metric.value_names((1, 2, 4)), metric.name
+
+
 def test_unknown_names_are_refused_listing_the_registered_ones():
     with pytest.raises(InputError, match=r"metrics: unknown \['mrr'\]; expected some of \['recall', "):
         chosen_metrics(["recall", "mrr"])
@@ -47,7 +55,7 @@ def test_a_new_metric_is_one_registry_entry(monkeypatch):
         return Computed({"P@1": 100.0 * float(np.mean(work.ranking.first_positive_rank == 0))})
 
     monkeypatch.setitem(
-        registry.METRICS, "precision_at_1", Metric("precision_at_1", frozenset({RANKING}), nearest_is_positive)
+        registry.METRICS, "precision_at_1", Metric("precision_at_1", frozenset({RANKING}), nearest_is_positive, "P@1")
     )
     x, y = _data()
     result = evaluate(x, y, (1,), metrics=["recall", "precision_at_1"])
