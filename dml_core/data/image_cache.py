@@ -122,13 +122,17 @@ def cache_problem(dataset: str, root: Path, split: str, resize_mode: str, resize
     return None
 
 
-def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
-    """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do. The generated
-    ``embedded`` dataset's cache is built on first use (seconds), as the dataset itself is."""
-    problem = cache_problem(dataset, root, split, resize_mode, resize)
-    if problem and get_spec(dataset).generated:  # (build_cache generates the dataset itself if need be)
+def ensure_generated_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> None:
+    """Build a generated dataset's cache (seconds) unless a current one is there; a run calls it before
+    ``load_cache``, after ``data.prepare.ensure_generated``. A downloaded dataset's is left to ``dml prepare``."""
+    if get_spec(dataset).generated and cache_problem(dataset, root, split, resize_mode, resize):
         build_cache(dataset, root, split, resize_mode, resize, progress=False)
-        problem = None
+
+
+def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
+    """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do (reading never
+    writes: ``ensure_generated_cache`` builds a generated dataset's)."""
+    problem = cache_problem(dataset, root, split, resize_mode, resize)
     if problem:
         raise InputError(problem)
     folder = cache_dir(root, dataset, split, resize_mode, resize)

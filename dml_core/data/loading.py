@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dml_core.data.index import SplitIndex, index_path, read_index, split_index
+from dml_core.data.index import SplitIndex, read_index, split_index
 from dml_core.data.registry import get_spec
 from dml_core.data.verify import verify_against_layout, verify_rows
 from dml_core.errors import InputError
@@ -14,17 +14,13 @@ def load_split(dataset: str, root: Path, split: str) -> SplitIndex:
     """Paths and int labels of ``split`` of ``dataset`` prepared under ``root`` (``<root>/<dataset>/``).
 
     Checks the exact DML counts of every split and every row against the dataset's annotation files each time,
-    so a hand-edited or foreign index cannot slip through. The generated ``embedded`` dataset is created on first
-    use.
+    so a hand-edited or foreign index cannot slip through. Reading never writes: a generated dataset (the embedded
+    glyphs) is made by ``prepare`` (``data.prepare.ensure_generated`` before a run), not here.
     """
     spec = get_spec(dataset)
     if split not in spec.splits:
         raise InputError(f"{dataset}: split: expected one of {'/'.join(spec.splits)}, found {split!r}")
     dataset_dir = Path(root) / dataset
-    if spec.generated and not index_path(dataset_dir).is_file():
-        from dml_core.data.prepare import prepare  # only the generated set is prepared implicitly
-
-        prepare(dataset, Path(root), progress=False)
     rows = read_index(dataset_dir)
     verify_rows(spec, rows, dataset_dir)
     verify_against_layout(spec, rows, dataset_dir)

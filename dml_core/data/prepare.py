@@ -191,3 +191,10 @@ def prepare(
     index_file = write_index(dataset_dir, rows)
     counts = Counter(row.split for row in rows)
     return Prepared(dataset, dataset_dir, index_file, {split: counts[split] for split in spec.splits}, tuple(notes))
+
+
+def ensure_generated(dataset: str, root: Path) -> None:
+    """Generate a generated dataset (the embedded glyphs: no download) under ``root`` unless it is there already;
+    a run calls it before reading its splits. Any other dataset is left to ``dml prepare``."""
+    if get_spec(dataset).generated and not index_path(Path(root) / dataset).is_file():
+        prepare(dataset, Path(root), progress=False)

@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import load_cache
+from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.recipe import Recipe
 from dml_core.training import builders
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
@@ -62,6 +62,7 @@ def build_batch_source(
     if settings.pipeline == "pil":
         return LoaderBatches(train_set, sampler, recipe.training.seed, settings.num_workers, device, slots)
     config = builders.transform_config(recipe)
+    ensure_generated_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
     cache = load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
     return CachedBatches(
         BatchAugmentation(cache.to(device), model.input_spec, config), sampler, recipe.training.seed, device, slots

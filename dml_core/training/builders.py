@@ -12,6 +12,8 @@ from torch import nn
 
 from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transform, load_split
 from dml_core.data.index import SplitIndex
+from dml_core.data.prepare import ensure_generated
+from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.losses import build_loss, with_run_values
@@ -51,8 +53,6 @@ def _concat(a: SplitIndex, b: SplitIndex) -> SplitIndex:
 
 
 def load_test_split(dataset: str, root: Path) -> tuple[SplitIndex, np.ndarray | None, np.ndarray | None]:
-    from dml_core.data.registry import get_spec
-
     if "test" in get_spec(dataset).splits:
         return load_split(dataset, root, "test"), None, None
     query, gallery = (load_split(dataset, root, split) for split in QUERY_GALLERY_SPLITS)
@@ -127,6 +127,7 @@ def transform_config(recipe: Recipe) -> TransformConfig:
 def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
     """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
     config = transform_config(recipe)
+    ensure_generated(recipe.data.dataset, root)
     train_split = load_split(recipe.data.dataset, root, "train")
     train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
     test_split, query_mask, gallery_mask = load_test_split(recipe.data.dataset, root)

@@ -6,7 +6,8 @@ from torchvision.transforms import v2
 
 from dml_core.atomic_io import owner_tag
 from dml_core.data import load_image, load_split
-from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, load_cache
+from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, ensure_generated_cache, load_cache
+from dml_core.data.prepare import ensure_generated
 from dml_core.data.transforms import TransformConfig, resize_step
 from dml_core.errors import InputError
 from tests.test_atomic_io import dead_pid
@@ -52,6 +53,11 @@ def test_a_damaged_cache_record_is_refused_with_what_to_run(odd_sized_cub):
 
 def test_the_generated_datasets_cache_is_built_on_first_use(tmp_path):
     assert not cache_dir(tmp_path, "embedded", "train", "squash", 24).exists()
+    with pytest.raises(InputError, match="no image cache for embedded/train"):
+        load_cache("embedded", tmp_path, "train", "squash", 24)  # reading never writes
+    assert list(tmp_path.iterdir()) == []
+    ensure_generated("embedded", tmp_path)
+    ensure_generated_cache("embedded", tmp_path, "train", "squash", 24)
     cache = load_cache("embedded", tmp_path, "train", "squash", 24)
     assert cache_problem("embedded", tmp_path, "train", "squash", 24) is None
     assert len(cache) == len(load_split("embedded", tmp_path, "train"))

@@ -9,7 +9,7 @@ from dml_core.data.index import (
     write_index,
 )
 from dml_core.data.loading import load_split
-from dml_core.data.prepare import prepare
+from dml_core.data.prepare import ensure_generated, prepare
 from dml_core.errors import InputError
 from tests.data.layouts import TINY_SWAPS, make_cub, prepare_tiny, shrink_spec, swap_classes_in_index
 
@@ -97,3 +97,14 @@ def test_index_hashes_follow_the_images_of_each_split(monkeypatch, tmp_path):
     changed = index_hashes(moved)
     assert changed["train"] == hashes["train"] and changed["query"] != hashes["query"]
     assert changed["all"] != hashes["all"]
+
+
+def test_reading_a_split_never_writes_and_a_run_generates_the_embedded_set_first(tmp_path):
+    with pytest.raises(InputError, match=r"index not found; run `dml prepare embedded"):
+        load_split("embedded", tmp_path, "train")
+    assert list(tmp_path.iterdir()) == []
+    ensure_generated("embedded", tmp_path)
+    index = tmp_path / "embedded" / "dml_index.csv"
+    written = index.stat().st_mtime_ns
+    ensure_generated("embedded", tmp_path)  # there already: left as it is
+    assert index.stat().st_mtime_ns == written and len(load_split("embedded", tmp_path, "train").labels) > 0

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_core.data import load_split
+from dml_core.data.prepare import prepare
 from dml_core.losses.cgml import rbf_adjacency
 from dml_core.recipes import find_run, smoke_version
 from dml_core.training import builders
@@ -19,7 +19,7 @@ def _recipe(reference, **choices):
 @pytest.fixture(scope="module")
 def embedded_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
-    load_split("embedded", root, "train")
+    prepare("embedded", root, progress=False)
     return root
 
 

@@ -6,6 +6,7 @@ from PIL import Image
 
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
+from dml_core.data.prepare import ensure_generated
 from dml_core.data.sources.embedded import IMAGE_SIZE, generate, render_glyph
 
 
@@ -16,9 +17,10 @@ def _png(image: Image.Image) -> bytes:
 
 
 @pytest.mark.slow  # generates the full set: about 3 s alone, more on a busy machine
-def test_generated_on_first_load_with_disjoint_classes(tmp_path):
+def test_generated_before_a_run_with_disjoint_classes(tmp_path):
     embedded_root = tmp_path
     assert not index_path(embedded_root / "embedded").exists()
+    ensure_generated("embedded", embedded_root)
     train = load_split("embedded", embedded_root, "train")
     test = load_split("embedded", embedded_root, "test")
     assert train.num_classes + test.num_classes >= 80
