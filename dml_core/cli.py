@@ -1,9 +1,10 @@
-"""The ``dml`` command. Each subcommand lives in ``dml_core.commands.<name>`` with a one-line ``SUMMARY``,
-``add_parser(subparsers)`` and ``run(args) -> int``; this module only wires them together.
+"""The ``dml`` command. Each subcommand lives in ``dml_core.commands.<module>`` with ``add_parser(subparsers)`` and
+``run(args) -> int``; this module lists them with their one-line summaries and wires them together.
 
-Only the subcommand being run gets its full parser: the others are listed by their summary. Command modules import
-nothing heavy at module level (torch, pandas, faiss, matplotlib come inside ``add_parser`` or ``run``), so
-``dml --help`` and the light commands' ``--help`` answer in well under a second instead of importing the stack.
+Only the subcommand being run is imported and gets its full parser; ``dml --help`` lists the others by the summary
+here, so it imports no command module and answers at once. A command module imports what it needs at its top,
+except the few whose own ``--help`` should stay light (``train``, ``evaluate``, ``reproduce``, ``tables``,
+``weights``: their heavy imports wait in ``run``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,30 @@ import sys
 
 from dml_core.error_boundary import describe_failure
 
-# Subcommands and their modules, in the order ``dml --help`` lists them.
-COMMAND_MODULES = {
-    "prepare": "prepare",
-    "recipes": "recipes",
-    "train": "train",
-    "evaluate": "evaluate",
-    "evaluate-embeddings": "evaluate_embeddings",
-    "reproduce": "reproduce",
-    "tables": "tables",
-    "nightly": "nightly",
-    "linear-table2": "linear_table2",
-    "weights": "weights",
+# Subcommands: their modules and summaries, in the order ``dml --help`` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "prepare": ("prepare", "download/verify a dataset and write <root>/<dataset>/dml_index.csv"),
+    "recipes": ("recipes", "list the runs of the recipes, show one fully expanded, list a paper's readings"),
+    "train": ("train", "train and evaluate one recipe; writes checkpoint.pt and results.json"),
+    "evaluate": ("evaluate", "evaluate a checkpoint on its recipe's test split"),
+    "evaluate-embeddings": (
+        "evaluate_embeddings",
+        "evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Precision)",
+    ),
+    "reproduce": ("reproduce", "run every recipe of a paper (finished runs skipped), then build tables/<paper>.md"),
+    "tables": (
+        "tables",
+        "compare results with the published tables: tables/<paper>.md (+ .csv, figures); --check for the nightly",
+    ),
+    "nightly": (
+        "nightly",
+        "re-run every paper at this commit into results/nightly/<date>-<commit>/, compare, keep the history",
+    ),
+    "linear-table2": ("linear_table2", "anml Table 2: LANML+/-, PNCA, NCA, Euclidean kNN on a UCI data set (CPU)"),
+    "weights": (
+        "weights",
+        "list the pretrained weight files, check them by sha256, optionally download the missing ones",
+    ),
 }
 
 
@@ -47,12 +60,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the traceback of a failure too (also accepted after COMMAND)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module_name in COMMAND_MODULES.items():
-        module = importlib.import_module(f"dml_core.commands.{module_name}")
+    for name, (module_name, summary) in COMMANDS.items():
         if name == command:
-            module.add_parser(subparsers)
+            importlib.import_module(f"dml_core.commands.{module_name}").add_parser(subparsers)
         else:
-            subparsers.add_parser(name, help=module.SUMMARY)
+            subparsers.add_parser(name, help=summary)
     return parser
 
 

@@ -9,14 +9,12 @@ from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
-
-SUMMARY = "evaluate a checkpoint on its recipe's test split"
+from dml_core.writable import require_writable_file
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        help=SUMMARY,
         description="Load a checkpoint written by `dml train`, embed its recipe's test split and print every "
         "metric of the recipe's evaluation protocol as JSON.",
     )
@@ -28,8 +26,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: the evaluation loads torch; `dml evaluate --help` stays light.
     from dml_core.training.evaluation import evaluate_checkpoint
-    from dml_core.writable import require_writable_file
 
     if not args.checkpoint.exists():
         raise InputError(f"{args.checkpoint}: checkpoint not found")

@@ -7,19 +7,18 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from dml_core.atomic_io import atomic_write_json
 from dml_core.commands.options import non_negative_int, positive_int
 from dml_core.errors import InputError
-
-SUMMARY = "evaluate embeddings from .npy files (Recall@K, NMI, F1, MAP@R, R-Precision)"
+from dml_core.evaluation import METRIC_NAMES, RECALL_KS, KMeansConfig, evaluate
+from dml_core.writable import require_writable_file
 
 
 def add_parser(subparsers) -> None:
-    from dml_core.evaluation import METRIC_NAMES, RECALL_KS  # here, not at the top: `dml --help` loads no numpy
-
     parser = subparsers.add_parser(
         "evaluate-embeddings",
-        help=SUMMARY,
         description="Evaluate saved embeddings. Without masks every item queries all others (self excluded "
         "by index: CUB, Cars, SOP); with --query-mask/--gallery-mask queries rank the gallery (In-Shop).",
     )
@@ -47,8 +46,6 @@ def add_parser(subparsers) -> None:
 
 
 def _load(path: Path, what: str):
-    import numpy as np
-
     if path is None:
         return None
     if not path.exists():
@@ -63,9 +60,6 @@ def _load(path: Path, what: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.evaluation import RECALL_KS, KMeansConfig, evaluate
-    from dml_core.writable import require_writable_file
-
     if args.json_out:
         require_writable_file(args.json_out, "--json")
     embeddings = _load(args.embeddings, "embeddings")

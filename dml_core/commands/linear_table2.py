@@ -6,23 +6,22 @@ import argparse
 from pathlib import Path
 
 from dml_core.commands.options import non_negative_int, positive_int
+from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
+from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
+from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
+from dml_core.linear.reproduce import linear_runs, write_run_results
+from dml_core.linear.solver import SolverConfig
+from dml_core.linear.uci import UCI_DATASETS
+from dml_core.provenance import git_state
+from dml_core.writable import require_writable_folder
 
 # The plan id recorded in results files this command writes (they come from no pinned plan file).
 AD_HOC_PLAN_ID = "dml-linear-table2"
 
-SUMMARY = "anml Table 2: LANML+/-, PNCA, NCA, Euclidean kNN on a UCI data set (CPU)"
-
 
 def add_parser(subparsers) -> None:
-    # Here, not at the top: scikit-learn and torch are heavy for `dml --help`.
-    from dml_core.linear.methods import METHODS
-    from dml_core.linear.protocol import K_RULES
-    from dml_core.linear.solver import SolverConfig
-    from dml_core.linear.uci import UCI_DATASETS
-
     parser = subparsers.add_parser(
         "linear-table2",
-        help=SUMMARY,
         description="Random stratified 70/30 splits, z-score (+ PCA to 150), 5-fold CV over the paper's "
         "grids, kNN accuracy with K in 1..40; mean and std over the splits, in percent. Iris and Wine need "
         "no data root; the other sets must first be prepared with `dml prepare uci:<name> --root DIR`.",
@@ -66,9 +65,6 @@ def add_parser(subparsers) -> None:
 
 def _results_run(args: argparse.Namespace, method: str):
     """The run record under which ``method``'s result is written to ``--results`` (its settings and path)."""
-    from dml_core.linear.plan import LinearPlan
-    from dml_core.linear.reproduce import linear_runs
-
     plan = LinearPlan(
         id=AD_HOC_PLAN_ID,
         paper="anml",
@@ -88,14 +84,6 @@ def _results_run(args: argparse.Namespace, method: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.linear.methods import DISPLAY_NAMES, PAPER_GRIDS
-    from dml_core.linear.plan import TABLE2_ROW_SLUGS
-    from dml_core.linear.protocol import run_table2_protocol, thin_grid
-    from dml_core.linear.reproduce import write_run_results
-    from dml_core.linear.solver import SolverConfig
-    from dml_core.provenance import git_state
-    from dml_core.writable import require_writable_folder
-
     for folder, option in ((args.out, "--out"), (args.results, "--results")):
         if folder:
             require_writable_folder(folder, option)  # before hours of grid search

@@ -6,16 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.nightly import Nightly, run_nightly
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.vocabulary import PAPER_KEYS
-
-SUMMARY = "re-run every paper at this commit into results/nightly/<date>-<commit>/, compare, keep the history"
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "nightly",
-        help=SUMMARY,
         description="Train every run of every paper again at the current code (nothing finished elsewhere is "
         "skipped) into RESULTS/nightly/NAME/, RUNS/nightly/NAME/ and TABLES/nightly/NAME/ (NAME: <UTC date>-<commit>, "
         "with -dirty-<digest> for uncommitted changes; run again under the same name, an interrupted nightly "
@@ -42,8 +40,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.nightly import Nightly, run_nightly
-
     nightly = Nightly(
         papers=args.paper,
         tier="smoke" if args.smoke else "full",

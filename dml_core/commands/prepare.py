@@ -6,18 +6,17 @@ import argparse
 from pathlib import Path
 
 from dml_core.commands.options import positive_int
+from dml_core.data.image_cache import build_cache
+from dml_core.data.prepare import prepare
+from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
+from dml_core.linear.uci import UCI_DATASETS, prepare_uci
+from dml_core.writable import require_writable_folder
 
 UCI_PREFIX = "uci:"
 
-SUMMARY = "download/verify a dataset and write <root>/<dataset>/dml_index.csv"
-
 
 def add_parser(subparsers) -> None:
-    # Here, not at the top: dml_core.data imports torch, heavy for `dml --help`.
-    from dml_core.data.registry import DATASETS
-    from dml_core.linear.uci import UCI_DATASETS
-
     lines = [f"  {name}: {spec.title}: {spec.how_to_prepare}" for name, spec in DATASETS.items()]
     lines.append(
         f"  {UCI_PREFIX}<name>: anml Table 2's UCI sets ({', '.join(UCI_DATASETS)}): scikit-learn's copy or "
@@ -25,7 +24,6 @@ def add_parser(subparsers) -> None:
     )
     parser = subparsers.add_parser(
         "prepare",
-        help=SUMMARY,
         description="Prepare a dataset with its class-disjoint DML split, checked against the published "
         "counts.\n" + "\n".join(lines),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -52,8 +50,6 @@ def add_parser(subparsers) -> None:
 
 
 def _prepare_uci(args: argparse.Namespace) -> int:
-    from dml_core.linear.uci import prepare_uci
-
     name = args.dataset[len(UCI_PREFIX) :]
     if len(args.archive) > 1:
         raise InputError(f"--archive: a UCI data set takes one CSV file, found {len(args.archive)}")
@@ -63,10 +59,6 @@ def _prepare_uci(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.data.prepare import prepare
-    from dml_core.data.registry import DATASETS
-    from dml_core.writable import require_writable_folder
-
     require_writable_folder(args.root, "--root")  # before any download or extraction
     if args.dataset.startswith(UCI_PREFIX):
         return _prepare_uci(args)
@@ -82,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
     for note in prepared.notes:  # what could not be checked, one line each
         print(f"{prepared.dataset}: note: {note}")
     if args.cache:
-        from dml_core.data.image_cache import build_cache
-
         folder = build_cache(args.dataset, args.root, "train", args.cache, args.cache_size, progress=not args.quiet)
         print(f"{prepared.dataset}: training-image cache {folder}")
     return 0

@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import argparse
 
-from dml_core.commands.options import add_reading_option
+import yaml
 
-SUMMARY = "list the runs of the recipes, show one fully expanded, list a paper's readings"
+from dml_core.commands.options import add_reading_option
+from dml_core.output_paths import recorded_path
+from dml_core.recipes import (
+    PAPERS,
+    check_reading_choices,
+    load_catalog,
+    load_paper,
+    parse_reading_choices,
+    resolve_run,
+    smoke_version,
+)
+from dml_core.recipes.compose import extends_chain
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "recipes",
-        help=SUMMARY,
         description="The runs that reproduce/<paper>/*.yaml declare (bases extended, grids expanded), the published "
         "rows each targets, and the readings (named open choices) they rest on.",
     )
@@ -45,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
 
 def list_runs(paper: str | None) -> str:
     """One line per run: ``paper/id  targets  [readings]``."""
-    from dml_core.recipes import PAPERS, load_catalog
-
     papers = [paper] if paper else PAPERS
     lines = []
     for key, recipes in load_catalog(papers=papers).items():
@@ -60,12 +68,6 @@ def list_runs(paper: str | None) -> str:
 
 def show_run(reference: str, reading_texts: list[str], smoke: bool) -> str:
     """The run's recipe as YAML, with its content hash and the files it came from."""
-    import yaml
-
-    from dml_core.output_paths import recorded_path
-    from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run, smoke_version
-    from dml_core.recipes.compose import extends_chain
-
     run = resolve_run(reference)
     choices = parse_reading_choices(reading_texts)
     check_reading_choices([run], choices, what=f"run {run.id}")
@@ -83,8 +85,6 @@ def show_run(reference: str, reading_texts: list[str], smoke: bool) -> str:
 
 def list_readings(paper: str) -> str:
     """Each reading of ``paper``: its question, values (the default marked), why, and how many runs rest on it."""
-    from dml_core.recipes import load_paper
-
     recipes = load_paper(paper)
     if recipes.assumptions is None or not recipes.assumptions.readings:
         return f"{paper}: no readings"

@@ -9,14 +9,12 @@ from pathlib import Path
 
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
 from dml_core.vocabulary import PAPER_KEYS
-
-SUMMARY = "compare results with the published tables: tables/<paper>.md (+ .csv, figures); --check for the nightly"
+from dml_core.writable import require_writable_folder
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "tables",
-        help=SUMMARY,
         description="Join every results file under RESULTS/<paper>/ that the results gate admits to the published "
         "rows it targets and write TABLES/<paper>.md (the paper's tables with published -> reproduced (gap) per "
         "cell, the claims judged, one figure per table, training time), its long form TABLES/<paper>.csv and the "
@@ -53,15 +51,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.tables import (
-        build_paper_tables,
-        check_long_forms,
-        load_tolerances,
-        write_index,
-    )
+    # Here, not at the top: the table builder loads pandas and matplotlib; `dml tables --help` stays light.
+    from dml_core.tables import build_paper_tables, check_long_forms, load_tolerances, write_index
     from dml_core.tables.check import gate_lines
     from dml_core.tables.index_check import default_data_root
-    from dml_core.writable import require_writable_folder
 
     tables = args.tables or tables_root()
     require_writable_folder(tables, "--tables")

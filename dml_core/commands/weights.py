@@ -6,13 +6,10 @@ import argparse
 
 from dml_core.errors import InputError
 
-SUMMARY = "list the pretrained weight files, check them by sha256, optionally download the missing ones"
-
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "weights",
-        help=SUMMARY,
         description="For each backbone: the weight file, its expected sha256, its public source, where it "
         "belongs ($DML_WEIGHTS_DIR, default ~/.cache/dml/weights) and its status. Present files are checked "
         "by sha256. --fetch downloads missing files (refused offline: HF_HUB_OFFLINE or DML_OFFLINE).",
@@ -25,7 +22,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Here, not at the top: dml_core.models imports torch, heavy for `dml --help`.
+    # Here, not at the top: dml_core.models loads torch; `dml weights --help` stays light.
     from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, verify_weight_file, weights_cache_dir
 
     unknown = sorted(set(args.backbones) - set(WEIGHT_FILES))
