@@ -243,6 +243,7 @@ def rank_within_set(
     if embeddings.device.type != "cpu" or k > SYMMETRIC_MAX_K:
         index = torch.arange(len(embeddings), device=embeddings.device)
         return rank_neighbours(embeddings, embeddings, labels, labels, k, self_index=index, chunk_rows=chunk_rows)
+    # Here, not at the top: knn_symmetric loads numba (about a second); only the CPU single-set path needs it.
     from dml_core.evaluation.knn_symmetric import rank_symmetric
 
     x = embeddings.to(torch.float32).numpy()
