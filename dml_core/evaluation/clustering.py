@@ -34,6 +34,7 @@ def kmeans_assign(embeddings: np.ndarray, n_clusters: int, config: KMeansConfig)
     if not 1 <= n_clusters <= len(points):
         raise InputError(f"n_clusters: expected 1 to {len(points)} (the number of points), found {n_clusters}")
     if config.backend == "faiss":
+        # Here, not at the top: only the chosen backend is loaded (faiss or scikit-learn, each heavy).
         import faiss
 
         kmeans = faiss.Kmeans(
@@ -51,6 +52,7 @@ def kmeans_assign(embeddings: np.ndarray, n_clusters: int, config: KMeansConfig)
         _, assignment = kmeans.index.search(points, 1)
         return assignment.ravel().astype(np.int64)
     if config.backend == "sklearn":
+        # Here, not at the top: only the chosen backend is loaded.
         from sklearn.cluster import KMeans
 
         model = KMeans(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from sklearn import datasets
 
 from dml_core.atomic_io import atomic_write
 from dml_core.errors import InputError
@@ -136,7 +138,6 @@ def check_shape(dataset: UciDataset, X: np.ndarray, y: np.ndarray, where: str) -
 
 
 def _load_from_sklearn(dataset: UciDataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from sklearn import datasets
 
     bunch = getattr(datasets, dataset.sklearn_loader)()
     return bunch.data.astype(np.float64), bunch.target.astype(np.int64), np.asarray(bunch.target_names)
@@ -168,11 +169,10 @@ def _require_connection(dataset: UciDataset, host: str = OPENML_HOST) -> None:
 
 
 def _fetch_from_openml(dataset: UciDataset, root: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from sklearn.datasets import fetch_openml
 
     _require_connection(dataset)
     try:
-        bunch = fetch_openml(
+        bunch = datasets.fetch_openml(
             data_id=dataset.openml_id,
             data_home=str(root / "openml"),
             as_frame=True,
@@ -192,7 +192,6 @@ def _read_csv(dataset: UciDataset, path: Path) -> tuple[np.ndarray, np.ndarray, 
     """A CSV without header: the feature columns, then the class label in the last column."""
     if not path.exists():
         raise InputError(f"{path}: {dataset.name} CSV file not found")
-    import pandas as pd
 
     frame = pd.read_csv(path, header=None)
     if frame.shape[1] < 2:

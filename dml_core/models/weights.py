@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from torch.hub import download_url_to_file
+
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 
@@ -187,7 +189,6 @@ def resolve_weight_file(expected: WeightFile, path: str | os.PathLike | None = N
 
 def download_weight_file(expected: WeightFile, destination: Path) -> None:
     """Download through torch.hub into ``destination`` (temp file + rename: never a half-written file)."""
-    from torch.hub import download_url_to_file
 
     destination.parent.mkdir(parents=True, exist_ok=True)
     try:

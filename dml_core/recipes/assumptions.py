@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -41,7 +42,6 @@ class PaperAssumptions(StrictModel):
 
     @model_validator(mode="after")
     def _names_are_ids(self) -> PaperAssumptions:
-        import re
 
         for name in [*self.assumptions, *self.readings]:
             if not re.match(ID_PATTERN, name):
