@@ -258,7 +258,7 @@ def launch_paper(
     if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
         log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
-    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke))
+    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke, paper.mini))
     todo, earlier = [], read_submissions(report.job_folder)
     for plan in plans:
         entry = earlier.get(plan.name)

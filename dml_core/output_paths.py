@@ -3,10 +3,13 @@
 Defaults are relative to the working directory (the repository root under nox); ``DML_RUNS_DIR``,
 ``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image keeps the defaults, inside its copy of the
 repository, and the README mounts the checkout's own folders there).
-Smoke output goes to a ``smoke/`` sub-folder of each, so it never mixes with full-scale numbers.
+Smoke and mini output go to a ``smoke/`` or ``mini/`` sub-folder of each, so they never mix with full-scale
+numbers (or with each other).
 
 >>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, smoke=True).as_posix()
 'results/smoke/damlrrm/ours-cub200-seed1.json'
+>>> tables_markdown(Path("tables"), "drml", smoke=False, mini=True).as_posix()
+'tables/mini/drml.md'
 >>> tables_markdown(Path("tables"), "damlrrm", smoke=False).as_posix()
 'tables/damlrrm.md'
 >>> jobs_folder(Path("runs"), "anml", smoke=False).as_posix()
@@ -51,30 +54,32 @@ def tables_root() -> Path:
     return Path(os.environ.get("DML_TABLES_DIR", "tables"))
 
 
-def _scoped(root: Path, smoke: bool) -> Path:
-    return root / "smoke" if smoke else root
+def _scoped(root: Path, smoke: bool, mini: bool = False) -> Path:
+    if smoke and mini:
+        raise ValueError("smoke and mini: a run belongs to one tier")
+    return root / "smoke" if smoke else root / "mini" if mini else root
 
 
-def results_folder(root: Path, key: str, smoke: bool) -> Path:
-    """``<root>/[smoke/]<key>``: one paper's results files."""
-    return _scoped(root, smoke) / key
+def results_folder(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+    """``<root>/[smoke/|mini/]<key>``: one paper's results files."""
+    return _scoped(root, smoke, mini) / key
 
 
-def results_file(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -> Path:
-    """``<root>/[smoke/]<key>/<recipe id>-seed<seed>.json``."""
-    return results_folder(root, key, smoke) / f"{recipe_id}-seed{seed}.json"
+def results_file(root: Path, key: str, recipe_id: str, seed: int, smoke: bool, mini: bool = False) -> Path:
+    """``<root>/[smoke/|mini/]<key>/<recipe id>-seed<seed>.json``."""
+    return results_folder(root, key, smoke, mini) / f"{recipe_id}-seed{seed}.json"
 
 
-def run_folder(root: Path, key: str, recipe_id: str, seed: int, smoke: bool) -> Path:
-    """``<root>/[smoke/]<key>/<recipe id>-seed<seed>``: the checkpoint of one run."""
-    return _scoped(root, smoke) / key / f"{recipe_id}-seed{seed}"
+def run_folder(root: Path, key: str, recipe_id: str, seed: int, smoke: bool, mini: bool = False) -> Path:
+    """``<root>/[smoke/|mini/]<key>/<recipe id>-seed<seed>``: the checkpoint of one run."""
+    return _scoped(root, smoke, mini) / key / f"{recipe_id}-seed{seed}"
 
 
-def jobs_folder(root: Path, key: str, smoke: bool) -> Path:
-    """``<root>/[smoke/]submitit/<key>``: the cluster jobs' pickles and logs (``dml reproduce --launcher``)."""
-    return _scoped(root, smoke) / "submitit" / key
+def jobs_folder(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+    """``<root>/[smoke/|mini/]submitit/<key>``: the cluster jobs' pickles and logs (``dml reproduce --launcher``)."""
+    return _scoped(root, smoke, mini) / "submitit" / key
 
 
-def tables_markdown(root: Path, key: str, smoke: bool) -> Path:
-    """``<root>/[smoke/]<key>.md``; its plots go in the folder of the same name without ``.md``."""
-    return _scoped(root, smoke) / f"{key}.md"
+def tables_markdown(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+    """``<root>/[smoke/|mini/]<key>.md``; its plots go in the folder of the same name without ``.md``."""
+    return _scoped(root, smoke, mini) / f"{key}.md"

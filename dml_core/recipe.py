@@ -66,6 +66,9 @@ class HeadSettings(_Strict):
 
 class ModelSettings(_Strict):
     backbone: Literal["bn_inception", "googlenet", "resnet50"]
+    # Channel-width multiplier of the backbone: 1 is the published network; 1/2, 1/4, 1/8 narrow every layer
+    # (random weights only; the mini tier's stand-in for a network too slow on a CPU)
+    width: Literal[1.0, 0.5, 0.25, 0.125] = 1.0
     weights: str = "pretrained"  # "pretrained" (the known ImageNet file, sha256-checked), "random", or a path
     pooling: Literal["avg", "max", "avg+max"] = "avg"
     embedding_dim: PositiveInt = 512
@@ -73,6 +76,9 @@ class ModelSettings(_Strict):
     head: HeadSettings = HeadSettings()
     frozen_bn: bool = False
     freeze_backbone_epochs: NonNegativeInt = 0
+    # Training batches whose BN statistics replace a random backbone's (mean 0, variance 1) before the first
+    # update (``models.batchnorm_statistics``); 0: as built or loaded. The mini tier sets it.
+    measure_bn_batches: NonNegativeInt = 0
 
 
 class LossSettings(_Strict):
@@ -123,6 +129,7 @@ class TrainingSettings(_Strict):
     sync_every: PositiveInt = 50  # CUDA: iterations between host reads of the non-finite-loss watch
     eval_batch_size: PositiveInt = 128
     grad_clip_norm: PositiveFloat | None = None  # clip the gradients' total norm before each step (None: no clipping)
+    evaluate_at_start: bool = False  # evaluate before the first update too (the mini tier's untrained numbers)
 
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:
@@ -153,6 +160,41 @@ class SmokeSettings(_Strict):
     sampler_params: dict[str, Any] = Field(default_factory=dict)
 
 
+class MiniSettings(_Strict):
+    """How ``--mini`` shrinks the recipe to show that it learns on the CPU: the larger embedded set
+    (``embedded_mini``), random init, a narrowed backbone of the same family, small images, a few hundred
+    iterations, an evaluation before the first update and one at the end. Everything else (loss, sampler and its
+    P x K shape where it fits, parameter groups and their multipliers, BN freezing, warm-up, schedule shape, head)
+    stays as the recipe says.
+
+    The length is ``iterations``, or ``epochs`` of the mini set for a recipe counted in epochs (its backbone
+    warm-up and epoch schedule then scale with it). ``trunk_lr_scale`` multiplies the backbone's learning rate
+    only: the recipe's rate fine-tunes pretrained weights over thousands of iterations, far too slow for a
+    backbone that starts from random weights, like the new layers do; the new layers' and the loss's own rates
+    (heads, proxies) stay exactly the recipe's."""
+
+    iterations: PositiveInt | None = 300
+    epochs: PositiveInt | None = None
+    image_size: PositiveInt = 64
+    resize: PositiveInt = 72
+    sampler_params: dict[str, Any] = Field(default_factory=dict)
+    backbone_width: Literal[1.0, 0.5, 0.25, 0.125] = 0.25
+    trunk_lr_scale: PositiveFloat = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _epochs_replace_iterations(cls, value: Any) -> Any:
+        if isinstance(value, dict) and value.get("epochs") is not None and "iterations" not in value:
+            return {**value, "iterations": None}
+        return value
+
+    @model_validator(mode="after")
+    def _one_length(self) -> MiniSettings:
+        if (self.iterations is None) == (self.epochs is None):
+            raise ValueError("give exactly one of iterations or epochs")
+        return self
+
+
 class Recipe(_Strict):
     id: str
     paper: Literal["damlrrm", "anml", "gpw", "drml", "cgml"] | None = None
@@ -171,6 +213,7 @@ class Recipe(_Strict):
     training: TrainingSettings
     evaluation: EvaluationSettings = EvaluationSettings()
     smoke: SmokeSettings = SmokeSettings()
+    mini: MiniSettings = MiniSettings()
 
     @field_validator("assumptions", mode="before")
     @classmethod
@@ -187,12 +230,16 @@ class Recipe(_Strict):
 
     def computation(self) -> dict[str, Any]:
         """What changes the numbers, in canonical form: the settings and the readings, without prose, targets,
-        ids, the smoke settings (``smoke_hash``) or what only says where or how fast (data root, workers,
-        checkpoint interval, host-sync interval)."""
+        ids, the smoke and mini settings (``smoke_hash``, ``mini_hash``) or what only says where or how fast
+        (data root, workers, checkpoint interval, host-sync interval). Fields added later are left out at their
+        default, so the runs that do not use them keep their hashes."""
         tree = self.model_dump(mode="json", exclude=set(_NOT_COMPUTATION))
         for section, keys in _NOT_COMPUTATION_FIELDS.items():
             for key in keys:
                 tree[section].pop(key, None)
+        for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
+            if tree[section].get(key) == default:
+                del tree[section][key]
         return tree
 
     def content_hash(self) -> str:
@@ -203,10 +250,20 @@ class Recipe(_Strict):
         """sha256 of the smoke settings (how ``--smoke`` shrinks this recipe)."""
         return _sha256(self.smoke.model_dump(mode="json"))
 
+    def mini_hash(self) -> str:
+        """sha256 of the mini settings (how ``--mini`` shrinks this recipe)."""
+        return _sha256(self.mini.model_dump(mode="json"))
+
 
 # Recipe fields and sub-fields that do not change a run's numbers (left out of its content hash).
-_NOT_COMPUTATION = ("id", "paper", "targets", "description", "assumptions", "variant", "smoke")
+_NOT_COMPUTATION = ("id", "paper", "targets", "description", "assumptions", "variant", "smoke", "mini")
 _NOT_COMPUTATION_FIELDS = {"data": ("root", "num_workers"), "training": ("checkpoint_every", "sync_every")}
+# Fields added after runs were hashed, with the default that means "as before": hashed only when set otherwise.
+_HASHED_UNLESS_DEFAULT = {
+    ("model", "width"): 1.0,
+    ("model", "measure_bn_batches"): 0,
+    ("training", "evaluate_at_start"): False,
+}
 
 
 def _sha256(tree: Any) -> str:
@@ -234,26 +291,83 @@ def smoke_version(recipe: Recipe) -> Recipe:
     """The same recipe shrunk for a CPU smoke run on the embedded dataset (results are marked smoke); its
     ``data.pipeline`` stays (the embedded set's image cache is built on first use)."""
     smoke = recipe.smoke
-    tree = recipe.model_dump(mode="python")
-    tree["data"]["dataset"] = "embedded"
-    tree["data"]["num_workers"] = 0
-    tree["data"]["transforms"].update(crop_size=smoke.image_size, resize=smoke.resize)
-    tree["model"]["weights"] = "random"
-    tree["sampler"]["params"].update(smoke.sampler_params)
+    tree = _on_embedded_glyphs(recipe, "embedded", smoke.image_size, smoke.resize, smoke.sampler_params)
     tree["training"].update(
-        iterations=smoke.iterations,
-        epochs=None,
-        eval_every=smoke.eval_every,
-        checkpoint_every=smoke.eval_every,
-        bf16=False,
+        iterations=smoke.iterations, epochs=None, eval_every=smoke.eval_every, checkpoint_every=smoke.eval_every
     )
-    tree["evaluation"]["recall_ks"] = [1, 2, 4, 8]
-    if tree["schedule"]["name"] != "constant":
-        # Keep the schedule's shape: scale its decay points to the smoke length, in iterations.
-        total = recipe.training.iterations if recipe.schedule.unit == "iteration" else recipe.training.epochs
-        scale = smoke.iterations / max(total or smoke.iterations, 1)
-        tree["schedule"]["unit"] = "iteration"
-        if tree["schedule"]["step_size"]:
-            tree["schedule"]["step_size"] = max(1, round(tree["schedule"]["step_size"] * scale))
-        tree["schedule"]["milestones"] = [max(1, round(m * scale)) for m in tree["schedule"]["milestones"]]
+    _scale_schedule(tree, recipe, smoke.iterations, "iteration")
     return Recipe.model_validate(tree)
+
+
+# Training batches the mini tier measures a random backbone's BN statistics on before its untrained evaluation.
+MINI_BN_BATCHES = 8
+
+
+def mini_version(recipe: Recipe) -> Recipe:
+    """The same recipe shrunk for the CPU mini tier (``MiniSettings``): evaluated before the first update and at
+    the end, on the ``embedded_mini`` glyphs, its backbone narrowed to ``mini.backbone_width`` (results are
+    marked mini and record the width)."""
+    mini = recipe.mini
+    unit, length = ("epoch", mini.epochs) if mini.epochs else ("iteration", mini.iterations)
+    if unit == "epoch" and not recipe.training.epochs:
+        raise InputError(f"recipe {recipe.id}: field mini.epochs: the recipe counts iterations; give mini.iterations")
+    if recipe.model.freeze_backbone_epochs and unit != "epoch":
+        raise InputError(
+            f"recipe {recipe.id}: field mini.iterations: the backbone warm-up counts epochs "
+            f"(model.freeze_backbone_epochs {recipe.model.freeze_backbone_epochs}); give mini.epochs so that it "
+            "keeps its share of the run"
+        )
+    tree = _on_embedded_glyphs(recipe, "embedded_mini", mini.image_size, mini.resize, mini.sampler_params)
+    tree["model"]["width"] = mini.backbone_width
+    tree["model"]["measure_bn_batches"] = MINI_BN_BATCHES
+    metrics = tree["evaluation"]["metrics"]  # the mini page reports R@1 and NMI whatever the paper printed
+    tree["evaluation"]["metrics"] = metrics + [metric for metric in ("recall", "nmi") if metric not in metrics]
+    # The backbone's rate scaled; the new layers' and the loss's rates kept (their multipliers are relative to it).
+    scale = mini.trunk_lr_scale
+    tree["optimizer"]["lr"] = recipe.optimizer.lr * scale
+    tree["optimizer"]["new_layer_lr_multiplier"] = recipe.optimizer.new_layer_lr_multiplier / scale
+    tree["loss"]["lr_multiplier"] = recipe.loss.lr_multiplier / scale
+    tree["training"].update(
+        iterations=mini.iterations,
+        epochs=mini.epochs,
+        eval_every=length,
+        checkpoint_every=length,
+        evaluate_at_start=True,
+    )
+    _scale_schedule(tree, recipe, length, unit)
+    if recipe.model.freeze_backbone_epochs:  # the warm-up keeps its share of the run (at least one epoch)
+        share = recipe.model.freeze_backbone_epochs / recipe.training.epochs
+        tree["model"]["freeze_backbone_epochs"] = max(1, round(share * length))
+    return Recipe.model_validate(tree)
+
+
+def _on_embedded_glyphs(
+    recipe: Recipe, dataset: str, image_size: int, resize: int, sampler_params: dict[str, Any]
+) -> dict[str, Any]:
+    """The recipe's settings moved to a generated glyph set on the CPU: random init, fp32, no loader workers,
+    ``image_size`` crops of images resized to ``resize``, the sampler's parameters updated."""
+    tree = recipe.model_dump(mode="python")
+    tree["data"]["dataset"] = dataset
+    tree["data"]["num_workers"] = 0
+    tree["data"]["transforms"].update(crop_size=image_size, resize=resize)
+    tree["model"]["weights"] = "random"
+    tree["sampler"]["params"].update(sampler_params)
+    tree["training"]["bf16"] = False
+    tree["evaluation"]["recall_ks"] = [1, 2, 4, 8]
+    return tree
+
+
+def _scale_schedule(tree: dict[str, Any], recipe: Recipe, length: int, unit: str) -> None:
+    """Keep the schedule's shape: each decay point keeps its share of the run, counted in ``unit`` over a run of
+    ``length`` of them."""
+    schedule = recipe.schedule
+    if schedule.name == "constant":
+        return
+    if unit == "epoch" and schedule.unit != "epoch":
+        raise InputError(f"recipe {recipe.id}: field mini.epochs: the schedule counts iterations; give mini.iterations")
+    total = recipe.training.iterations if schedule.unit == "iteration" else recipe.training.epochs
+    scale = length / max(total or length, 1)
+    tree["schedule"]["unit"] = unit
+    if schedule.step_size:
+        tree["schedule"]["step_size"] = max(1, round(schedule.step_size * scale))
+    tree["schedule"]["milestones"] = [max(1, round(m * scale)) for m in schedule.milestones]

@@ -7,6 +7,9 @@ content hash is skipped, an interrupted one continues from its checkpoint; ``rer
 again and replaces each results file once the new one is complete), then build the tables. Each run's log line
 gives an ETA for the runs left, from the pace of those this invocation trained.
 ``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
+``mini=True`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
+(the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
+writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
 same results folder (``dml_core.linear.reproduce``); their smoke versions take seconds on the CPU.
@@ -28,12 +31,14 @@ from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan
 from dml_core.linear.reproduce import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import results_file, run_folder
-from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipe import Recipe, mini_version, smoke_version
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.components import located_problems
 from dml_core.recipes.compose import RunDefinition
+from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.tables.index_check import default_data_root
+from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.training.builders import data_root as resolve_data_root
 from dml_core.training.builders import transform_config
 from dml_core.training.trainer import is_finished_run
@@ -42,7 +47,8 @@ from dml_core.writable import require_writable_file, require_writable_folder
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run x seed: the resolved recipe (seed set, readings chosen, smoke-shrunk if asked) and where it writes."""
+    """One run x seed: the resolved recipe (seed set, readings chosen, smoke- or mini-shrunk if asked) and where it
+    writes."""
 
     run: RunDefinition
     overrides: tuple[str, ...]
@@ -50,6 +56,7 @@ class PlannedRun:
     run_dir: Path
     results_path: Path
     smoke: bool = False
+    mini: bool = False
 
     @property
     def recipe_path(self) -> Path:
@@ -70,7 +77,11 @@ class ReproduceReport:
     trained: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    tables: PaperTables | None = None
+    tables: PaperTables | MiniPage | None = None
+
+
+# The mini tier's seeds when none are given: its page reports mean +- std over them.
+MINI_SEEDS = (0, 1, 2)
 
 
 def paper_runs(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[RunDefinition], list[Path]]:
@@ -121,10 +132,12 @@ def plan_runs(
     results_root: Path,
     pipeline: str | None = None,
     readings: Mapping[str, str] | None = None,
+    mini: bool = False,
 ) -> list[PlannedRun]:
     """Every run x seed (``seeds=None``: each run's own ``training.seed``) under ``readings`` (reading -> value,
-    for the runs that rest on it; the others at their defaults); ``pipeline`` overrides every recipe's
-    ``data.pipeline``. The seed and pipeline are recorded as the run's overrides."""
+    for the runs that rest on it; the others at their defaults), shrunk to its smoke or mini version if asked;
+    ``pipeline`` overrides every recipe's ``data.pipeline``. The seed and pipeline are recorded as the run's
+    overrides."""
     choices = dict(readings or {})
     check_reading_choices(runs, choices, what=f"the runs of {key}")
     plans = []
@@ -136,14 +149,17 @@ def plan_runs(
                 raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
             if smoke:
                 recipe = smoke_version(recipe)
+            if mini:
+                recipe = mini_version(recipe)
             plans.append(
                 PlannedRun(
                     run=run,
                     overrides=overrides,
                     recipe=recipe,
-                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, smoke),
-                    results_path=results_file(results_root, key, recipe.run_name, seed, smoke),
+                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, smoke, mini),
+                    results_path=results_file(results_root, key, recipe.run_name, seed, smoke, mini),
                     smoke=smoke,
+                    mini=mini,
                 )
             )
     return plans
@@ -217,7 +233,7 @@ def is_finished(plan: PlannedRun) -> bool:
 
 @dataclass(frozen=True)
 class PaperRun:
-    """One paper's reproduction: which runs (``smoke``, ``seeds``, ``only``), where it reads and writes, and
+    """One paper's reproduction: which runs (``smoke``, ``mini``, ``seeds``, ``only``), where it reads and writes, and
     how it trains (``data_root``, ``device``, ``progress``): the options of ``dml reproduce``, whichever runner
     (this process: ``reproduce``; jobs: ``dml_core.launch.launch_paper``) trains the runs."""
 
@@ -238,6 +254,7 @@ class PaperRun:
     pipeline: str | None = None  # "pil" or "cache" for every deep recipe's data.pipeline; None: as the recipe says
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
+    mini: bool = False  # the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
 
     def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -247,10 +264,20 @@ class PaperRun:
         Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
         (read now: a bad file should not cost a night of training before the tables fail).
         """
+        if self.smoke and self.mini:
+            raise InputError("--smoke and --mini: choose one tier")
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
+        seeds = self.seeds
+        if self.mini:  # the headline comparison only (within --only, if given); no linear plans
+            comparison = load_mini_comparison(self.recipes_dir, self.key)
+            paper = load_paper(self.key, Path(self.recipes_dir))
+            chosen = mini_runs(paper, comparison, mini_file(self.recipes_dir, self.key))
+            deep = [run for run in chosen if not self.only or run.id in self.only]
+            linear_paths, seeds = [], self.seeds if self.seeds is not None else MINI_SEEDS
         plans = plan_runs(
-            self.key, deep, self.seeds, self.smoke, self.runs_root, self.results_root, self.pipeline, self.readings
-        )
+            self.key, deep, seeds, self.smoke, self.runs_root, self.results_root, self.pipeline, self.readings,
+            mini=self.mini,
+        )  # fmt: skip
         linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root, self.runs_root)
         linear_runs = selected_linear_runs(linear_runs, self.only)
         bad = recipe_problems(plans)
@@ -274,6 +301,7 @@ class PaperRun:
             recipe_path=plan.recipe_path,
             overrides=list(plan.overrides),
             smoke=plan.smoke,
+            mini=plan.mini,
             resume=True,
             data_root=self.data_root,
             device=self.device,
@@ -282,8 +310,12 @@ class PaperRun:
             rerun=self.rerun,
         )
 
-    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables:
-        """``tables/[smoke/]<key>.md`` from every results file of the paper there is."""
+    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables | MiniPage:
+        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper there is."""
+        if self.mini:
+            page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
+            log(f"tables: {page.markdown_path}")
+            return page
         tables = build_paper_tables(
             self.key,
             results_root=self.results_root,
@@ -331,7 +363,8 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
             continue
         again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
         eta = clock.eta(sum(to_train[number - 1 :]))  # this run and the ones after it
-        log(f"{prefix}: training{again}{' (smoke)' if plan.smoke else ''} in {plan.run_dir}{eta}")
+        tier = " (smoke)" if plan.smoke else " (mini)" if plan.mini else ""
+        log(f"{prefix}: training{again}{tier} in {plan.run_dir}{eta}")
         clock.start()
         try:
             paper.train(plan)

@@ -92,9 +92,11 @@ class ResultsFile(_Strict):
     targets: list[TargetRecord]
     dataset: str
     backbone: str
+    backbone_width: float = 1.0  # channel-width multiplier (the mini tier narrows the backbone); older files: 1
     weights: dict[str, Any]
     seed: int
     smoke: bool
+    mini: bool = False  # the CPU mini tier (``mini_version``); absent in files written before it existed
     world_size: int = 1
     # which images the run trained and tested on: sha256 of each split's sorted paths, and "all"
     # (``dml_core.data.index.index_hashes``; absent in files written before it was recorded)
@@ -121,6 +123,12 @@ class ResultsFile(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _one_tier(self) -> ResultsFile:
+        if self.smoke and self.mini:
+            raise ValueError("smoke and mini: a run belongs to one tier")
+        return self
+
+    @model_validator(mode="after")
     def _queries_name_evaluations(self) -> ResultsFile:
         evaluated = {record.iteration for record in self.evaluations}
         stray = sorted(set(self.queries.iterations) - evaluated) if self.queries else []
@@ -136,6 +144,12 @@ class ResultsFile(_Strict):
     def metric_samples(self, metric: str) -> list[float]:
         """The run's measured values of ``metric``: its selected number (none when not evaluated)."""
         return [self.selection.metrics[metric]] if metric in self.selection.metrics else []
+
+    @property
+    def untrained(self) -> EvaluationRecord | None:
+        """The evaluation before the first update (``training.evaluate_at_start``), if the run made one."""
+        first = self.evaluations[0]
+        return first if first.iteration == 0 else None
 
     def final_samples(self, metric: str) -> list[float]:
         """``metric`` at the run's last evaluation (the ``final`` rule, shown beside the papers' best-test pick)."""

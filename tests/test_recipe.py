@@ -1,12 +1,13 @@
-"""Typed recipes: validation errors name the file and field; ranges; overrides; smoke shrinking; the content hash
-of the computation only."""
+"""Typed recipes: validation errors name the file and field; ranges; overrides; smoke and mini shrinking; the
+content hash of the computation only."""
 
 import pytest
 import yaml
 
 from dml_core.errors import InputError
 from dml_core.recipe import parse_override
-from dml_core.recipes import load_recipe, smoke_version
+from dml_core.recipe import MINI_BN_BATCHES
+from dml_core.recipes import load_recipe, mini_version, smoke_version
 
 BASE = {
     "id": "demo",
@@ -103,3 +104,57 @@ def test_smoke_version_shrinks_and_keeps_the_schedule_shape(tmp_path):
     assert smoke.training.iterations == 60
     assert smoke.schedule.milestones == [15, 30]  # 1000/4000 and 2000/4000 of 60 iterations
     assert smoke.data.transforms.crop_size == 64
+
+
+def test_fields_added_later_leave_the_hash_of_runs_that_do_not_use_them_as_it_was(tmp_path):
+    recipe = load_recipe(_write(tmp_path, BASE))
+    # the hash BASE had before model.width, model.measure_bn_batches and training.evaluate_at_start existed
+    assert recipe.content_hash() == "f09a0555d0e155245d78d3b19e3565bba3b6e1714aae1f54d6ed18b672cad4c4"
+    for change in ("model.width=0.5", "model.measure_bn_batches=2", "training.evaluate_at_start=true"):
+        assert load_recipe(_write(tmp_path, BASE), [change]).content_hash() != recipe.content_hash(), change
+    reworded = {**BASE, "mini": {"iterations": 7, "trunk_lr_scale": 3.0}}
+    assert load_recipe(_write(tmp_path, reworded)).content_hash() == recipe.content_hash()
+    assert load_recipe(_write(tmp_path, reworded)).mini_hash() != recipe.mini_hash()
+
+
+def test_mini_version_shrinks_what_must_and_keeps_the_rest(tmp_path):
+    tree = {
+        **BASE,
+        "model": {**BASE["model"], "frozen_bn": True},
+        "optimizer": {**BASE["optimizer"], "new_layer_lr_multiplier": 10.0},
+    }
+    tree["mini"] = {"iterations": 400, "trunk_lr_scale": 20.0, "sampler_params": {"classes_per_batch": 4}}
+    recipe = load_recipe(_write(tmp_path, tree))
+    mini = mini_version(recipe)
+    assert mini.data.dataset == "embedded_mini" and mini.model.weights == "random"
+    assert (mini.model.width, mini.model.measure_bn_batches) == (0.25, MINI_BN_BATCHES)
+    assert mini.training.iterations == 400 and mini.training.evaluate_at_start
+    assert mini.training.eval_every == 400  # before the first update and at the end only
+    assert mini.schedule.milestones == [100, 200]  # 1000/4000 and 2000/4000 of 400 iterations
+    # the backbone's rate x 20; the new layers' (1e-4) and the loss's own (1e-5) rates stay the recipe's
+    assert mini.optimizer.lr == pytest.approx(2e-4)
+    assert mini.optimizer.lr * mini.optimizer.new_layer_lr_multiplier == pytest.approx(1e-4)
+    assert mini.optimizer.lr * mini.loss.lr_multiplier == pytest.approx(1e-5)
+    assert mini.sampler.params == {"classes_per_batch": 4, "images_per_class": 4}  # K kept
+    assert mini.model.frozen_bn and mini.loss.params == recipe.loss.params and mini.model.head == recipe.model.head
+    assert mini.evaluation.metrics == ["recall", "nmi", "f1", "map_at_r", "r_precision"]
+    assert mini.content_hash() != recipe.content_hash()
+
+
+def test_mini_epochs_scale_the_backbone_warm_up_and_an_epoch_schedule(tmp_path):
+    tree = {**BASE, "model": {**BASE["model"], "freeze_backbone_epochs": 5}, "training": {"epochs": 20}}
+    tree["schedule"] = {"name": "step", "unit": "epoch", "step_size": 10}
+    tree["evaluation"] = {"metrics": ["recall"]}
+    recipe = load_recipe(_write(tmp_path, {**tree, "mini": {"epochs": 8}}))
+    mini = mini_version(recipe)
+    assert (mini.training.epochs, mini.training.iterations, mini.training.eval_every) == (8, None, 8)
+    assert mini.model.freeze_backbone_epochs == 2  # a quarter of the run, as 5 of 20
+    assert (mini.schedule.unit, mini.schedule.step_size) == ("epoch", 4)
+    assert mini.evaluation.metrics == ["recall", "nmi"]  # NMI added for the mini page
+    with pytest.raises(InputError, match=r"field mini\.iterations: the backbone warm-up counts epochs"):
+        mini_version(load_recipe(_write(tmp_path, tree)))
+    counted_in_iterations = {**BASE, "mini": {"epochs": 8}}
+    with pytest.raises(InputError, match=r"field mini\.epochs: the recipe counts iterations"):
+        mini_version(load_recipe(_write(tmp_path, counted_in_iterations)))
+    with pytest.raises(InputError, match="field mini: .*exactly one of iterations or epochs"):
+        load_recipe(_write(tmp_path, {**tree, "mini": {"epochs": 8, "iterations": 10}}))

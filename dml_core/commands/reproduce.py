@@ -29,11 +29,21 @@ def add_parser(subparsers) -> None:
         "results/KEY/<id>-seed<N>.json and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml "
         "Table 2) run after the recipes, into the same results folder (--only takes their ids too; --seeds applies "
         "to recipes only). --smoke: the same recipes shrunk to the embedded dataset on the CPU, the linear plans to "
-        "2 splits and a one-point grid (results/smoke/, tables/smoke/; not comparable with the paper). Each run's "
-        "line gives an ETA for the runs left, from the pace of the runs trained so far.",
+        "2 splits and a one-point grid (results/smoke/, tables/smoke/; not comparable with the paper). --mini: the "
+        "paper's headline comparison (reproduce/KEY/mini.yaml) shrunk to the embedded_mini glyphs and a narrowed "
+        "backbone on the CPU, seeds 0-2, each evaluated before and after training (results/mini/, tables/mini/: "
+        "does each recipe learn; not a reproduction). Each run's line gives an ETA for the runs left, from the pace "
+        "of the runs trained so far.",
     )
     parser.add_argument("paper", choices=PAPER_KEYS)
-    parser.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
+    tier = parser.add_mutually_exclusive_group()
+    tier.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
+    tier.add_argument(
+        "--mini",
+        action="store_true",
+        help="CPU mini tier: the headline comparison of reproduce/KEY/mini.yaml, learned on the embedded_mini "
+        "glyphs (seeds 0-2 unless --seeds); about 15 minutes a paper",
+    )
     parser.add_argument(
         "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
     )
@@ -155,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         results_root=args.results or results_root(),
         tables_root=args.tables or tables_root(),
         smoke=args.smoke,
+        mini=args.mini,
         seeds=args.seeds,
         only=args.only,
         data_root=args.data_root,

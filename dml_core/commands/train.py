@@ -30,18 +30,27 @@ def add_parser(subparsers) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a recipe field, e.g. --set training.seed=1 (repeatable; applied after --smoke shrinks the "
-        "recipe, so it is kept)",
+        help="override a recipe field, e.g. --set training.seed=1 (repeatable; applied after --smoke or --mini "
+        "shrinks the recipe, so it is kept)",
     )
     parser.add_argument(
-        "--out", type=Path, help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke])"
+        "--out",
+        type=Path,
+        help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke|-mini])",
     )
     parser.add_argument("--results", type=Path, help="results file (default: <out>/results.json)")
     parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out; skip if finished")
-    parser.add_argument(
+    tier = parser.add_mutually_exclusive_group()
+    tier.add_argument(
         "--smoke",
         action="store_true",
         help="CPU smoke run: embedded dataset, random init, small images, few iterations",
+    )
+    tier.add_argument(
+        "--mini",
+        action="store_true",
+        help="CPU mini run (the recipe's mini: settings): embedded_mini glyphs, random init, narrowed backbone, "
+        "evaluated before and after training",
     )
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: recipe, $DML_DATA_ROOT, ./data)")
     parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
@@ -50,7 +59,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run, smoke_version
+    from dml_core.recipes import check_reading_choices, mini_version, parse_reading_choices, resolve_run, smoke_version
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import with_overrides
     from dml_core.training import train
@@ -63,9 +72,11 @@ def run(args: argparse.Namespace) -> int:
     recipe = run_definition.recipe(choices)
     if args.smoke:
         recipe = smoke_version(recipe)
+    if args.mini:
+        recipe = mini_version(recipe)
     recipe = with_overrides(recipe, args.overrides)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
-    name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else ''}"
+    name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else '-mini' if args.mini else ''}"
     out = args.out or runs_root() / name
     # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
     require_writable_folder(out, "--out")
@@ -76,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         recipe_path=run_definition.file,
         overrides=args.overrides,
         smoke=args.smoke,
+        mini=args.mini,
         resume=args.resume,
         data_root=args.data_root,
         device=args.device,

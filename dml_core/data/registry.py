@@ -133,21 +133,21 @@ DATASETS: dict[str, DatasetSpec] = {
         how_to_prepare="manual download (Google Drive): --archive img.zip --archive list_eval_partition.txt, "
         "or a folder holding img/ and Eval/list_eval_partition.txt",
     ),
-    "embedded": DatasetSpec(
-        name="embedded",
-        title="Embedded glyphs (generated, for CPU smoke runs)",
-        splits={
-            split: SplitCounts(
-                len([c for c in embedded.class_codes() if embedded.split_of(c) == split]) * embedded.IMAGES_PER_CLASS,
-                len([c for c in embedded.class_codes() if embedded.split_of(c) == split]),
-            )
-            for split in ("train", "test")
-        },
-        build_index=embedded.build_index,
-        read_layout=embedded.read_layout,
-        how_to_prepare="generated here from matplotlib's fonts (no download, a few seconds)",
-        generated=True,
-    ),
+    **{
+        glyphs.name: DatasetSpec(
+            name=glyphs.name,
+            title=title,
+            splits={split: SplitCounts(*glyphs.split_counts(split)) for split in ("train", "test")},
+            build_index=glyphs.build_index,
+            read_layout=glyphs.read_layout,
+            how_to_prepare="generated here from matplotlib's fonts (no download, seconds)",
+            generated=True,
+        )
+        for glyphs, title in (
+            (embedded.SMOKE_SET, "Embedded glyphs (generated, for CPU smoke runs)"),
+            (embedded.MINI_SET, "Embedded glyphs, mini (generated, for the CPU mini tier)"),
+        )
+    },
 }
 
 

@@ -1,8 +1,9 @@
 """Recipes: the typed settings of a run (``dml_core.recipe``), how recipe files compose them
 (``compose``), the papers' assumptions and readings (``assumptions``), every run of the suite (``catalog``) and
-the checks of component parameters against what the registries accept (``components``)."""
+the checks of component parameters against what the registries accept (``components``), and the mini tier's
+headline comparison of each paper (``mini``)."""
 
-from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipe import Recipe, mini_version, smoke_version
 from dml_core.recipes.catalog import (
     PAPERS,
     PaperRecipes,
@@ -26,6 +27,7 @@ __all__ = [
     "load_catalog",
     "load_paper",
     "load_recipe",
+    "mini_version",
     "parse_reading_choices",
     "resolve_run",
     "smoke_version",

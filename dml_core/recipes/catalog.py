@@ -36,9 +36,14 @@ class PaperRecipes:
         raise InputError(f"run {run_id!r}: not a run of {self.key}; its runs: {', '.join(r.id for r in self.runs)}")
 
 
+# Files of a paper folder that are not recipes: its assumptions and readings, and the mini tier's comparison
+# (``dml_core.recipes.mini``).
+NOT_RECIPE_FILES = (ASSUMPTIONS_FILE, "mini.yaml")
+
+
 def recipe_files(folder: Path) -> list[Path]:
-    """The recipe files of a paper folder (every ``*.yaml`` but ``assumptions.yaml``), sorted."""
-    return sorted(path for path in Path(folder).glob("*.yaml") if path.name != ASSUMPTIONS_FILE)
+    """The recipe files of a paper folder (every ``*.yaml`` but ``NOT_RECIPE_FILES``), sorted."""
+    return sorted(path for path in Path(folder).glob("*.yaml") if path.name not in NOT_RECIPE_FILES)
 
 
 def load_paper(key: str, recipes_dir: Path = RECIPES_DIR) -> PaperRecipes:

@@ -54,7 +54,7 @@ ACCUMULATED_KEYS = frozenset({"assumptions", "readings"})
 COMPONENT_PARAMETERS = {
     ("loss", "name"): (("loss", "params"),),
     ("loss", "params", "base"): (("loss", "params", "base_params"),),
-    ("sampler", "name"): (("sampler", "params"), ("smoke", "sampler_params")),
+    ("sampler", "name"): (("sampler", "params"), ("smoke", "sampler_params"), ("mini", "sampler_params")),
     ("model", "head", "name"): (("model", "head", "params"),),
 }
 

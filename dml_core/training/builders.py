@@ -63,7 +63,7 @@ def load_test_split(dataset: str, root: Path) -> tuple[SplitIndex, np.ndarray | 
 
 def build_model(recipe: Recipe) -> EmbeddingModel:
     settings = recipe.model
-    backbone = build_backbone(settings.backbone, weights=settings.weights)
+    backbone = build_backbone(settings.backbone, weights=settings.weights, width=settings.width)
     params = dict(settings.head.params)
     if settings.head.name == "linear":
         head = LinearEmbedding(backbone.feature_dim, settings.embedding_dim, normalize=settings.normalize, **params)

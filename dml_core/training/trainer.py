@@ -18,6 +18,7 @@ per iteration: non-finite losses are noticed on the device and read back every `
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from dml_core import provenance
 from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
+from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
 from dml_core.results import SCHEMA_VERSION, ResultsFile, load_results, select, select_every_rule, write_results
@@ -65,6 +67,7 @@ def train(
     recipe_path: str | Path | None = None,
     overrides: list[str] = (),
     smoke: bool = False,
+    mini: bool = False,
     resume: bool = False,
     data_root: str | Path | None = None,
     device: str | None = None,
@@ -72,7 +75,8 @@ def train(
     results_path: str | Path | None = None,
     rerun: bool = False,
 ) -> Path:
-    """Run ``recipe`` (already smoke-shrunk when ``smoke``) and write its results file; return its path.
+    """Run ``recipe`` (already smoke- or mini-shrunk when ``smoke`` or ``mini``) and write its results file; return
+    its path.
 
     ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
     checkpoint is continued and a finished run (its results file records this recipe's hash) is left as it is;
@@ -88,7 +92,7 @@ def train(
     try:
         return _train(
             recipe, Path(out_dir), process, torch_device, recipe_path=recipe_path, overrides=overrides, smoke=smoke,
-            resume=resume, data_root=data_root, progress=progress, results_path=results_path, rerun=rerun,
+            mini=mini, resume=resume, data_root=data_root, progress=progress, results_path=results_path, rerun=rerun,
         )  # fmt: skip
     finally:
         if created_group:
@@ -104,6 +108,7 @@ def _train(
     recipe_path: str | Path | None,
     overrides: list[str],
     smoke: bool,
+    mini: bool,
     resume: bool,
     data_root: str | Path | None,
     progress: bool,
@@ -235,6 +240,11 @@ def _train(
     bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not show, dynamic_ncols=True)
     labels_on_device = torch.as_tensor(dense_labels).to(device)
     forward, frozen_before = None, None
+    if recipe.model.measure_bn_batches and iteration == 0:  # a fresh start (a resumed run has them)
+        first = itertools.islice(batches.epoch(0, 0), recipe.model.measure_bn_batches)
+        measure_batchnorm_statistics(model.backbone, (images for images, _ in first))
+    if settings.evaluate_at_start and not evaluations:
+        run_evaluation()  # before any update: the untrained numbers a learning check compares with
     while iteration < total:
         epoch, start = divmod(iteration, per_epoch)
         frozen = warmup.on_epoch_start(model, epoch)
@@ -285,9 +295,11 @@ def _train(
         "targets": [target.model_dump() for target in recipe.targets],
         "dataset": recipe.data.dataset,
         "backbone": recipe.model.backbone,
+        "backbone_width": recipe.model.width,
         "weights": {"requested": recipe.model.weights, "id": model.weights_id},
         "seed": settings.seed,
         "smoke": smoke,
+        "mini": mini,
         "world_size": process.world_size,
         "index_hashes": index_hashes,
         "git": provenance.git_record(git_segments),
@@ -315,7 +327,7 @@ def _train(
     if process.is_main:
         queries = query_terms.write_beside(results_path)  # first: the results file names it
         write_results(results_path, {**payload, "queries": queries} if queries else payload)
-    if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "full"):
+    if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "mini" if mini else "full"):
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path

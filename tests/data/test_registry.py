@@ -2,7 +2,7 @@ from dml_core.data.registry import DATASETS, SplitCounts
 
 
 def test_names_are_the_contract():
-    assert set(DATASETS) == {"cub200", "cars196", "sop", "inshop", "embedded"}
+    assert set(DATASETS) == {"cub200", "cars196", "sop", "inshop", "embedded", "embedded_mini"}
     assert all(name == spec.name for name, spec in DATASETS.items())
 
 

@@ -1,11 +1,17 @@
-"""The embedded glyph dataset: a many-class image set generated on the spot, for CPU smoke runs without
-data.
+"""The embedded glyph datasets: many-class image sets generated on the spot, for CPU runs without data.
 
 Each class is one printable ASCII character (label = its code point, 33-126: 94 classes); each image renders
 it in one of the text fonts matplotlib ships, with a random affine jitter (rotation, shear, scale, shift),
 random foreground/background colours and pixel noise. Train: code points 33-79 (47 classes); test: 80-126
 (47 classes), so the split is class-disjoint like the real benchmarks. Bytes are a pure function of the
 seed.
+
+Two sets (``GLYPH_SETS``), each its own dataset:
+
+- ``embedded`` (smoke tier): 24 images per class, mild jitter; small so that smoke runs stay seconds.
+- ``embedded_mini`` (mini tier): 80 images per class and more variation (glyph sizes and positions, strokes
+  thickened, blur, stray line segments, noise levels), so that retrieval is learnable from random
+  weights in a few hundred iterations but far from solved.
 """
 
 from __future__ import annotations
@@ -14,13 +20,14 @@ import math
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 from matplotlib.ft2font import FT2Font
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFilter
 
 from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.index import IndexRow
@@ -55,6 +62,37 @@ FONT_FILES = (
 )
 
 
+@dataclass(frozen=True)
+class GlyphStyle:
+    """How much the images of one set vary; each range is drawn per image. The defaults are the smoke set's
+    (the extras at 0 draw nothing, so its bytes stay as they were)."""
+
+    glyph_size: tuple[float, float] = (7 / 16, 5 / 8)  # font size, as a fraction of the image size
+    max_angle: float = 20.0  # degrees
+    max_shear: float = 0.25
+    scale: tuple[float, float] = (0.8, 1.15)
+    max_shift: float = 5.0  # pixels, each direction
+    noise: tuple[float, float] = (8.0, 8.0)  # standard deviation of the pixel noise, 0-255 scale
+    max_stroke: int = 0  # strokes thickened by up to this many pixels (thinning would erase the thin fonts)
+    max_blur: float = 0.0  # Gaussian blur radius, pixels
+    max_distractors: int = 0  # stray line segments drawn with the glyph
+    light_on_dark: float = 0.5  # share of images with a light glyph on a dark background (else dark on light)
+
+
+MINI_STYLE = GlyphStyle(
+    glyph_size=(0.4, 0.65),
+    max_angle=25.0,
+    max_shear=0.3,
+    scale=(0.8, 1.15),
+    max_shift=6.0,
+    noise=(4.0, 12.0),
+    max_stroke=1,
+    max_blur=0.6,
+    max_distractors=1,
+    light_on_dark=0.0,
+)
+
+
 def class_codes() -> list[int]:
     return list(range(FIRST_CODE, LAST_CODE + 1))
 
@@ -81,12 +119,12 @@ def _glyph_coverage(character: str, font_file: str, size: int) -> np.ndarray:
     return np.asarray(font.get_image(), dtype=np.uint8)
 
 
-def _affine_coefficients(rng: np.random.Generator, size: int) -> tuple[float, ...]:
+def _affine_coefficients(rng: np.random.Generator, size: int, style: GlyphStyle) -> tuple[float, ...]:
     """PIL's inverse affine map (output -> input): random rotation, shear, scale, shift about the centre."""
-    angle = math.radians(rng.uniform(-20.0, 20.0))
-    shear = rng.uniform(-0.25, 0.25)
-    scale = rng.uniform(0.8, 1.15)
-    shift_x, shift_y = rng.uniform(-5.0, 5.0, size=2)
+    angle = math.radians(rng.uniform(-style.max_angle, style.max_angle))
+    shear = rng.uniform(-style.max_shear, style.max_shear)
+    scale = rng.uniform(*style.scale)
+    shift_x, shift_y = rng.uniform(-style.max_shift, style.max_shift, size=2)
     forward = np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
     forward = scale * forward @ np.array([[1.0, shear], [0.0, 1.0]])
     inverse = np.linalg.inv(forward)
@@ -95,28 +133,93 @@ def _affine_coefficients(rng: np.random.Generator, size: int) -> tuple[float, ..
     return (inverse[0, 0], inverse[0, 1], offset[0], inverse[1, 0], inverse[1, 1], offset[1])
 
 
-def render_glyph(code: int, instance: int, seed: int = SEED, size: int = IMAGE_SIZE) -> Image.Image:
-    """One RGB image of class ``code``; a pure function of (code, instance, seed, size)."""
+def _restroked(canvas: Image.Image, rng: np.random.Generator, style: GlyphStyle) -> Image.Image:
+    """The glyph with its strokes thickened (a max filter) by a random 0..max_stroke pixels."""
+    change = int(rng.integers(0, style.max_stroke + 1))
+    return canvas.filter(ImageFilter.MaxFilter(2 * change + 1)) if change else canvas
+
+
+def _with_distractors(glyph: Image.Image, rng: np.random.Generator, style: GlyphStyle) -> Image.Image:
+    """Up to ``max_distractors`` stray line segments, in the glyph's colour, a little fainter."""
+    size = glyph.size[0]
+    draw = ImageDraw.Draw(glyph)
+    for _ in range(int(rng.integers(0, style.max_distractors + 1))):
+        ends = [float(v) for v in rng.uniform(0, size, size=4)]
+        draw.line(ends, fill=int(rng.integers(110, 200)), width=int(rng.integers(1, 3)))
+    return glyph
+
+
+def render_glyph(
+    code: int, instance: int, seed: int = SEED, size: int = IMAGE_SIZE, style: GlyphStyle = GlyphStyle()
+) -> Image.Image:
+    """One RGB image of class ``code``; a pure function of (code, instance, seed, size, style)."""
     rng = np.random.default_rng([seed, code, instance])
     font_file = FONT_FILES[int(rng.integers(len(FONT_FILES)))]
-    coverage = _glyph_coverage(chr(code), font_file, int(rng.integers(size * 7 // 16, size * 5 // 8)))
+    low, high = (int(size * fraction) for fraction in style.glyph_size)
+    coverage = _glyph_coverage(chr(code), font_file, int(rng.integers(low, high)))
     canvas = np.zeros((size, size), dtype=np.uint8)
     height, width = min(coverage.shape[0], size), min(coverage.shape[1], size)
     top, left = (size - height) // 2, (size - width) // 2
     canvas[top : top + height, left : left + width] = coverage[:height, :width]
-    warped = Image.fromarray(canvas).transform(
-        (size, size), Image.Transform.AFFINE, _affine_coefficients(rng, size), Image.Resampling.BILINEAR
+    glyph = Image.fromarray(canvas)
+    if style.max_stroke:
+        glyph = _restroked(glyph, rng, style)
+    warped = glyph.transform(
+        (size, size), Image.Transform.AFFINE, _affine_coefficients(rng, size, style), Image.Resampling.BILINEAR
     )
+    if style.max_distractors:
+        warped = _with_distractors(warped, rng, style)
+    if style.max_blur:
+        warped = warped.filter(ImageFilter.GaussianBlur(float(rng.uniform(0.0, style.max_blur))))
     alpha = np.asarray(warped, dtype=np.float64)[..., None] / 255.0
     background = rng.uniform(0, 110, size=3)
     foreground = rng.uniform(150, 255, size=3)
-    if rng.random() < 0.5:  # dark-on-light as often as light-on-dark
+    if rng.random() < 1.0 - style.light_on_dark:
         background, foreground = foreground, background
-    pixels = background * (1.0 - alpha) + foreground * alpha + rng.normal(0.0, 8.0, size=(size, size, 3))
+    low_noise, high_noise = style.noise
+    noise = low_noise if low_noise == high_noise else rng.uniform(low_noise, high_noise)
+    pixels = background * (1.0 - alpha) + foreground * alpha + rng.normal(0.0, noise, size=(size, size, 3))
     return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), mode="RGB")
 
 
-def generate(dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES_PER_CLASS) -> list[IndexRow]:
+@dataclass(frozen=True)
+class GlyphSet:
+    """One generated dataset: its name, how many images each class has and how they vary."""
+
+    name: str
+    images_per_class: int
+    style: GlyphStyle = GlyphStyle()
+    seed: int = SEED
+
+    def split_counts(self, split: str) -> tuple[int, int]:
+        """(images, classes) of ``split``."""
+        classes = sum(1 for code in class_codes() if split_of(code) == split)
+        return classes * self.images_per_class, classes
+
+    def read_layout(self, dataset_dir: Path) -> list[IndexRow]:
+        """The index rows (a function of the constants above; nothing is read or generated)."""
+        return [
+            IndexRow(relative_image_path(code, instance), code, split_of(code))
+            for code in class_codes()
+            for instance in range(self.images_per_class)
+        ]
+
+    def build_index(self, dataset_dir: Path) -> list[IndexRow]:
+        """Index rows, generating the images first unless all of them are already there."""
+        rows = self.read_layout(dataset_dir)
+        if all((Path(dataset_dir) / row.path).is_file() for row in rows):
+            return rows
+        return generate(dataset_dir, self.seed, self.images_per_class, self.style)
+
+
+SMOKE_SET = GlyphSet(DATASET, IMAGES_PER_CLASS)
+MINI_SET = GlyphSet("embedded_mini", 80, MINI_STYLE)
+GLYPH_SETS = {glyphs.name: glyphs for glyphs in (SMOKE_SET, MINI_SET)}
+
+
+def generate(
+    dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES_PER_CLASS, style: GlyphStyle = GlyphStyle()
+) -> list[IndexRow]:
     """Write every image under ``dataset_dir/glyphs`` (built in a temporary folder, then moved into place)."""
     dataset_dir = Path(dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +232,7 @@ def generate(dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES
                 relative = relative_image_path(code, instance)
                 target = staging / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
-                render_glyph(code, instance, seed).save(target, format="PNG")
+                render_glyph(code, instance, seed, style=style).save(target, format="PNG")
                 rows.append(IndexRow(relative, code, split_of(code)))
         final = dataset_dir / IMAGE_FOLDER
         if final.exists():
@@ -141,17 +244,10 @@ def generate(dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES
 
 
 def read_layout(dataset_dir: Path) -> list[IndexRow]:
-    """The index rows of the embedded set (a function of the constants above; nothing is read or generated)."""
-    return [
-        IndexRow(relative_image_path(code, instance), code, split_of(code))
-        for code in class_codes()
-        for instance in range(IMAGES_PER_CLASS)
-    ]
+    """The index rows of the smoke set (``embedded``)."""
+    return SMOKE_SET.read_layout(dataset_dir)
 
 
 def build_index(dataset_dir: Path) -> list[IndexRow]:
-    """Index rows for the embedded set, generating the images first unless all of them are already there."""
-    rows = read_layout(dataset_dir)
-    if all((Path(dataset_dir) / row.path).is_file() for row in rows):
-        return rows
-    return generate(dataset_dir)
+    """Index rows of the smoke set (``embedded``), generating the images first if need be."""
+    return SMOKE_SET.build_index(dataset_dir)

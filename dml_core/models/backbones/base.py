@@ -7,12 +7,18 @@ A backbone returns *unpooled* feature maps; pooling and heads live elsewhere (``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
 from dml_core.input_spec import InputSpec
 from dml_core.models.weights import RANDOM_INIT
+
+# Channel-width multipliers a backbone can be built with: 1 is the published network; the narrower ones (every
+# channel count divided by 2, 4 or 8, the same layers and connections) are for the CPU mini tier, which trains
+# from random weights (no published file fits them).
+WIDTHS = (1.0, 0.5, 0.25, 0.125)
 
 
 class Backbone(nn.Module):
@@ -28,10 +34,21 @@ class Backbone(nn.Module):
     level_dims: Mapping[str, int]
     # Keys of the published weight file that the feature extractor does not use (the ImageNet classifier).
     unused_weight_prefixes: tuple[str, ...] = ()
+    width: float = 1.0  # channel-width multiplier; the class attributes above are the published sizes
+    widths: tuple[float, ...] = (1.0,)  # the widths this backbone can be built with (``WIDTHS`` if it narrows)
 
     def __init__(self) -> None:
         super().__init__()
         self.weights_id = RANDOM_INIT
+
+    def set_width(self, width: float) -> None:
+        """Record ``width`` and the feature sizes it gives; a subclass calls this before building its layers."""
+        check_width(width)
+        self.width = width
+        self.feature_dim = narrowed(type(self).feature_dim, width)
+        self.level_dims = MappingProxyType(
+            {level: narrowed(dim, width) for level, dim in type(self).level_dims.items()}
+        )
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -57,6 +74,25 @@ class Backbone(nn.Module):
     def published_module(self) -> nn.Module:
         """The module whose state-dict keys equal the published file's (self, or a wrapped library model)."""
         return self
+
+
+def check_width(width: float) -> None:
+    if width not in WIDTHS:
+        raise ValueError(f"width: expected one of {', '.join(map(str, WIDTHS))}, found {width!r}")
+
+
+def narrowed(channels: int, width: float) -> int:
+    """``channels`` scaled by ``width`` (one of ``WIDTHS``); every channel count of the three backbones is a
+    multiple of 8, so the result is exact.
+
+    >>> narrowed(192, 0.25), narrowed(1024, 1.0)
+    (48, 1024)
+    """
+    check_width(width)
+    scaled = channels * width
+    if scaled != int(scaled):
+        raise ValueError(f"width {width}: {channels} channels do not divide evenly")
+    return int(scaled)
 
 
 def drop_keys_with_prefixes(state: dict[str, torch.Tensor], prefixes: Iterable[str]) -> dict[str, torch.Tensor]:

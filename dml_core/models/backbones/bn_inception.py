@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dml_core.input_spec import CAFFE_BGR
-from dml_core.models.backbones.base import Backbone, drop_keys_with_prefixes
+from dml_core.models.backbones.base import WIDTHS, Backbone, drop_keys_with_prefixes, narrowed
 
 
 @dataclass(frozen=True)
@@ -65,25 +65,33 @@ LEVEL_ENDS = {"inception3": "inception_3c", "inception4": "inception_4e", "incep
 
 
 class BNInception(Backbone):
-    """BN-Inception feature extractor; ``forward`` gives the inception_5b map (N, 1024, h, w)."""
+    """BN-Inception feature extractor; ``forward`` gives the inception_5b map (N, 1024 x width, h, w)."""
 
     name = "bn_inception"
     input_spec = CAFFE_BGR
     feature_dim = 1024
     level_dims = MappingProxyType({"inception3": 576, "inception4": 1056, "inception5": 1024})
+    widths = WIDTHS
     # The published file also holds the 1000-way ImageNet classifier.
     unused_weight_prefixes = ("last_linear.",)
 
-    def __init__(self) -> None:
+    def __init__(self, width: float = 1.0) -> None:
+        """``width`` < 1: every channel count scaled by it (``base.WIDTHS``), the same layers otherwise."""
         super().__init__()
-        self._conv_bn("conv1_7x7_s2", 3, 64, kernel_size=7, stride=2)
+        self.set_width(width)
+        self._conv_bn("conv1_7x7_s2", 3, 64, kernel_size=7, stride=2, narrow_input=False)
         self._conv_bn("conv2_3x3_reduce", 64, 64, kernel_size=1)
         self._conv_bn("conv2_3x3", 64, 192, kernel_size=3)
         for spec in INCEPTION_MODULES:
             self._inception_module(spec)
 
-    def _conv_bn(self, name: str, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1) -> None:
-        # Registered as attributes ``name`` and ``name_bn``: the Caffe port's flat key names.
+    def _conv_bn(
+        self, name: str, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, narrow_input=True
+    ) -> None:
+        # Registered as attributes ``name`` and ``name_bn``: the Caffe port's flat key names. Channel counts are
+        # the published ones, narrowed here (the RGB input never is).
+        in_channels = narrowed(in_channels, self.width) if narrow_input else in_channels
+        out_channels = narrowed(out_channels, self.width)
         conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=kernel_size // 2)
         self.add_module(name, conv)
         self.add_module(f"{name}_bn", nn.BatchNorm2d(out_channels))

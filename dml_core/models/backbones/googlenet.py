@@ -9,6 +9,9 @@ therefore not the papers' backbone, only its closest maintained relative.
 torchvision's weights expect ``transform_input=True`` (it turns ImageNet-normalised RGB into the [-1, 1]
 scaling the TensorFlow port was trained with); it is always on here, so pretrained and random runs see the
 same input path, and the declared input convention stays ``IMAGENET_RGB``.
+
+``width`` < 1 builds the same network with every channel count narrowed (torchvision's own blocks, given
+narrowed channel counts), for the CPU mini tier.
 """
 
 from __future__ import annotations
@@ -18,24 +21,42 @@ from types import MappingProxyType
 import torch
 from torch import nn
 from torchvision.models import googlenet
+from torchvision.models.googlenet import BasicConv2d, Inception, InceptionAux
 
 from dml_core.input_spec import IMAGENET_RGB
-from dml_core.models.backbones.base import Backbone
+from dml_core.models.backbones.base import WIDTHS, Backbone, narrowed
+
+
+def narrowed_blocks(width: float) -> list:
+    """torchvision's GoogLeNet building blocks taking the published channel counts and building ``width`` x them
+    (the RGB input of the first convolution excepted)."""
+
+    def conv_block(in_channels: int, out_channels: int, **kwargs) -> nn.Module:
+        in_channels = in_channels if in_channels == 3 else narrowed(in_channels, width)
+        return BasicConv2d(in_channels, narrowed(out_channels, width), **kwargs)
+
+    def inception_block(in_channels: int, *branch_channels: int, conv_block=None) -> nn.Module:
+        return Inception(narrowed(in_channels, width), *(narrowed(c, width) for c in branch_channels))
+
+    return [conv_block, inception_block, InceptionAux]
 
 
 class GoogLeNet(Backbone):
-    """torchvision GoogLeNet without its classifier; ``forward`` gives the inception5b map (N, 1024, h, w)."""
+    """torchvision GoogLeNet without its classifier; ``forward`` gives the inception5b map (N, 1024 x width, h, w)."""
 
     name = "googlenet"
     input_spec = IMAGENET_RGB
     feature_dim = 1024
     level_dims = MappingProxyType({"inception3": 480, "inception4": 832, "inception5": 1024})
+    widths = WIDTHS
     # The published file holds the classifier and the two auxiliary classifiers, which training never uses.
     unused_weight_prefixes = ("fc.", "aux1.", "aux2.")
 
-    def __init__(self) -> None:
+    def __init__(self, width: float = 1.0) -> None:
         super().__init__()
-        self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=True)
+        self.set_width(width)
+        blocks = {} if width == 1.0 else {"blocks": narrowed_blocks(width)}
+        self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=True, **blocks)
         # Pooling and heads are separate modules in this suite.
         self.net.avgpool = nn.Identity()
         self.net.dropout = nn.Identity()

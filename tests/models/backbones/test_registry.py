@@ -37,6 +37,29 @@ def test_expected_registry_contents():
     assert set(WEIGHT_FILES) == set(BACKBONES)
 
 
+@pytest.mark.parametrize("name", ["bn_inception", "googlenet"])
+def test_a_narrowed_backbone_has_the_same_layers_with_fewer_channels(name):
+    full, narrow = build_backbone(name, weights="random"), build_backbone(name, weights="random", width=0.25)
+    assert narrow.width == 0.25 and narrow.feature_dim == full.feature_dim // 4
+    assert dict(narrow.level_dims) == {level: dim // 4 for level, dim in full.level_dims.items()}
+    assert [type(m) for m in narrow.modules()] == [type(m) for m in full.modules()]  # the same family, layer by layer
+    assert sum(p.numel() for p in narrow.parameters()) < sum(p.numel() for p in full.parameters()) / 8
+    with torch.no_grad():
+        levels = narrow.eval().forward_levels(torch.randn(2, 3, 64, 64))
+    assert {level: value.shape[1] for level, value in levels.items()} == dict(narrow.level_dims)
+
+
+def test_a_narrowed_backbone_takes_random_weights_and_a_known_width_only():
+    with pytest.raises(InputError, match=r"model\.width 0\.5: a narrowed googlenet has no published weights"):
+        build_backbone("googlenet", weights="pretrained", width=0.5)
+    with pytest.raises(
+        InputError, match=r"model.width: googlenet is built with widths 1.0, 0.5, 0.25, 0.125, found 0.3"
+    ):
+        build_backbone("googlenet", weights="random", width=0.3)
+    with pytest.raises(InputError, match=r"model\.width: resnet50 is built with widths 1\.0, found 0\.25"):
+        build_backbone("resnet50", weights="random", width=0.25)
+
+
 def test_unknown_backbone_is_an_input_error():
     with pytest.raises(InputError, match="backbone: expected one of"):
         build_backbone("vgg16", weights="random")

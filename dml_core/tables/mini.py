@@ -1,0 +1,247 @@
+"""The mini tier's page, ``tables/mini/<key>.md``: does each recipe of the paper's headline comparison learn, and
+does the paper's claimed ordering hold at that scale?
+
+Per run (recipe x seeds, from ``results/mini/<key>/``): R@1 and NMI before the first update (untrained) and at
+the end (trained), mean ± std over seeds, and the gain in R@1. Then the comparison of ``reproduce/<key>/mini.yaml``:
+the proposed run's trained R@1 against each baseline's. The banner says plainly that this is a small-scale check
+of learning, not a reproduction of the paper's numbers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dml_core.atomic_io import atomic_write_text
+from dml_core.output_paths import results_folder, tables_markdown
+from dml_core.recipes.mini import MiniComparison, load_mini_comparison, mini_file
+from dml_core.results import ResultsFile, load_results
+
+# R@1 points (mean over seeds) a run must gain over its untrained evaluation to count as learning.
+LEARNING_GAIN = 15.0
+
+BANNER = (
+    "> **Mini tier: a small-scale check that each recipe learns, NOT a reproduction of the paper.** Every run "
+    "trains from random weights on the generated `embedded_mini` glyphs (47 training and 47 other test "
+    "classes), with small images, a narrowed backbone of the recipe's family and a few hundred iterations, on "
+    "the CPU; everything else (loss, sampler, parameter groups and their multipliers, BN freezing, warm-up, "
+    "schedule shape, head) is the recipe's. Numbers are R@1 and NMI (%) on the test classes before the first "
+    "update and after the last, mean ± std over seeds. The paper's numbers are not comparable with these, and an "
+    "ordering that holds or fails here says nothing about the paper's scale."
+)
+SHOWS = (
+    "**What this shows.** That the recipe as pinned learns: the loss reaches the embedding, every parameter group "
+    f"that should train does, the sampler's batches carry positives, the schedule does not stop learning. A run "
+    f"that gains fewer than {LEARNING_GAIN:g} R@1 points is flagged. **What it does not show.** How the method "
+    "compares at the paper's scale (pretrained weights, real images, full-width backbones, tens of thousands of "
+    "iterations): the ordering row is a check of direction at this scale only, and its margin is within the noise "
+    "of a few seeds unless the std says otherwise."
+)
+
+
+@dataclass(frozen=True)
+class MiniRow:
+    """One run (id and readings) over its seeds."""
+
+    run_name: str
+    seeds: tuple[int, ...]
+    untrained_r1: tuple[float, ...]
+    trained_r1: tuple[float, ...]
+    untrained_nmi: tuple[float, ...]
+    trained_nmi: tuple[float, ...]
+    backbone: str
+    width: float
+    image_size: int | None
+    iterations: int
+    train_seconds: tuple[float, ...]
+
+    @property
+    def gain(self) -> float:
+        """Mean trained R@1 minus mean untrained R@1, in points."""
+        return statistics.fmean(self.trained_r1) - statistics.fmean(self.untrained_r1)
+
+    @property
+    def learns(self) -> bool:
+        return self.gain >= LEARNING_GAIN
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """The proposed run against one baseline at this scale: trained R@1, mean over seeds."""
+
+    proposed: MiniRow
+    baseline: MiniRow
+
+    @property
+    def difference(self) -> float:
+        return statistics.fmean(self.proposed.trained_r1) - statistics.fmean(self.baseline.trained_r1)
+
+    @property
+    def holds(self) -> bool:
+        return self.difference > 0
+
+    @property
+    def within_spread(self) -> bool:
+        """The difference is smaller than the larger of the two runs' std over seeds."""
+        spreads = [_std(self.proposed.trained_r1), _std(self.baseline.trained_r1)]
+        return abs(self.difference) < max(spreads)
+
+
+@dataclass(frozen=True)
+class MiniPage:
+    """What ``build_mini_page`` wrote: the page and its rows."""
+
+    markdown_path: Path
+    rows: list[MiniRow]
+    orderings: list[Ordering]
+
+
+def _std(values: Sequence[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def mean_std(values: Sequence[float]) -> str:
+    """``mean ± std`` (sample std over seeds), or just the value for one seed.
+
+    >>> mean_std([10.0, 12.0, 14.0]), mean_std([3.25]), mean_std([])
+    ('12.0 ± 2.0', '3.2', '—')
+    """
+    if not values:
+        return "—"
+    mean = statistics.fmean(values)
+    return f"{mean:.1f} ± {_std(values):.1f}" if len(values) > 1 else f"{mean:.1f}"
+
+
+def mini_results(results_root: Path, key: str) -> list[ResultsFile]:
+    """The mini tier's results files of ``key`` (deep runs marked mini), in name order."""
+    folder = results_folder(results_root, key, smoke=False, mini=True)
+    loaded = [load_results(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [results for results in loaded if isinstance(results, ResultsFile) and results.mini]
+
+
+def summarize_runs(results: Sequence[ResultsFile]) -> list[MiniRow]:
+    """One row per run name, its seeds in order; a file without an untrained evaluation is left out."""
+    groups: dict[str, list[ResultsFile]] = {}
+    for item in results:
+        if item.untrained is not None:
+            variant = item.recipe.content.get("variant")
+            groups.setdefault(f"{item.recipe.id}~{variant}" if variant else item.recipe.id, []).append(item)
+    rows = []
+    for name, items in groups.items():
+        items = sorted(items, key=lambda item: item.seed)
+        transforms = items[0].recipe.content.get("data", {}).get("transforms", {})
+        rows.append(
+            MiniRow(
+                run_name=name,
+                seeds=tuple(item.seed for item in items),
+                untrained_r1=tuple(item.untrained.metrics["R@1"] for item in items),
+                trained_r1=tuple(item.evaluations[-1].metrics["R@1"] for item in items),
+                untrained_nmi=tuple(item.untrained.metrics["NMI"] for item in items if "NMI" in item.untrained.metrics),
+                trained_nmi=tuple(
+                    item.evaluations[-1].metrics["NMI"] for item in items if "NMI" in item.evaluations[-1].metrics
+                ),
+                backbone=items[0].backbone,
+                width=items[0].backbone_width,
+                image_size=transforms.get("crop_size"),
+                iterations=items[0].timing.iterations,
+                train_seconds=tuple(item.timing.train_seconds for item in items),
+            )
+        )
+    return rows
+
+
+def orderings(rows: Sequence[MiniRow], comparison: MiniComparison) -> list[Ordering]:
+    """The proposed run against each baseline, where both have results."""
+    by_name = {row.run_name: row for row in rows}
+    proposed = by_name.get(comparison.proposed)
+    if proposed is None:
+        return []
+    return [Ordering(proposed, by_name[baseline]) for baseline in comparison.baselines if baseline in by_name]
+
+
+BACKBONE_NAMES = {"bn_inception": "BN-Inception", "googlenet": "GoogLeNet", "resnet50": "ResNet-50"}
+
+
+def backbone_label(backbone: str, width: float) -> str:
+    """The backbone as the page names it, with its width when narrowed.
+
+    >>> backbone_label("bn_inception", 0.25), backbone_label("resnet50", 1.0)
+    ('BN-Inception, 1/4 width', 'ResNet-50')
+    """
+    name = BACKBONE_NAMES.get(backbone, backbone)
+    return name if width == 1.0 else f"{name}, 1/{round(1 / width)} width"
+
+
+def _role(name: str, comparison: MiniComparison | None) -> str:
+    if comparison is None:
+        return ""
+    return "proposed" if name == comparison.proposed else "baseline" if name in comparison.baselines else "other"
+
+
+def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison | None, source: str) -> str:
+    """The page: banner, per-run table, the headline ordering and what the tier shows and does not."""
+    lines = [f"# {key}: mini tier (small-scale learning check)", "", BANNER, ""]
+    if not rows:
+        lines += [f"No mini results yet: `dml reproduce {key} --mini` trains them.", ""]
+    else:
+        lines += [
+            "| Run | Role | Backbone | Image | Iterations | Seeds | R@1 untrained | R@1 trained | Gain (R@1) "
+            "| NMI untrained | NMI trained | Train time / seed |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            flag = "" if row.learns else f" ⚠ below {LEARNING_GAIN:g}"
+            image = f"{row.image_size} px" if row.image_size else "—"
+            lines.append(
+                f"| {row.run_name} | {_role(row.run_name, comparison)} | {backbone_label(row.backbone, row.width)} "
+                f"| {image} | {row.iterations} | {', '.join(map(str, row.seeds))} "
+                f"| {mean_std(row.untrained_r1)} | {mean_std(row.trained_r1)} | {row.gain:+.1f}{flag} "
+                f"| {mean_std(row.untrained_nmi)} | {mean_std(row.trained_nmi)} "
+                f"| {statistics.fmean(row.train_seconds):.0f} s |"
+            )
+        lines.append("")
+    if comparison is not None:
+        lines += [
+            "## Headline comparison at this scale (a small-scale check, not a reproduction)",
+            "",
+            f"The paper's claim: {comparison.claim.strip()}",
+            "",
+            f"Why these runs: {comparison.why.strip()}",
+            "",
+        ]
+        found = orderings(rows, comparison)
+        if found:
+            lines += [
+                "| Ordering claimed | R@1 trained (proposed) | R@1 trained (baseline) | Difference | At this scale |"
+            ]
+            lines += ["|---|---|---|---|---|"]
+            for ordering in found:
+                verdict = "holds" if ordering.holds else "does not hold"
+                if ordering.within_spread:
+                    verdict += " (within the seeds' spread)"
+                lines.append(
+                    f"| {ordering.proposed.run_name} > {ordering.baseline.run_name} "
+                    f"| {mean_std(ordering.proposed.trained_r1)} | {mean_std(ordering.baseline.trained_r1)} "
+                    f"| {ordering.difference:+.1f} | {verdict} |"
+                )
+            lines.append("")
+        else:
+            lines += ["No ordering yet: it needs mini results of the proposed run and of a baseline.", ""]
+    lines += [SHOWS, "", f"Generated from `{source}` by `dml reproduce {key} --mini`.", ""]
+    return "\n".join(lines)
+
+
+def build_mini_page(key: str, results_root: Path, tables_root: Path, recipes_dir: Path) -> MiniPage:
+    """Write ``<tables_root>/mini/<key>.md`` from ``<results_root>/mini/<key>/`` and the paper's mini.yaml."""
+    comparison = load_mini_comparison(recipes_dir, key) if mini_file(recipes_dir, key).is_file() else None
+    rows = summarize_runs(mini_results(results_root, key))
+    if comparison is not None:  # the comparison's runs first, in its order
+        order = {name: number for number, name in enumerate(comparison.run_ids)}
+        rows = sorted(rows, key=lambda row: (order.get(row.run_name, len(order)), row.run_name))
+    path = tables_markdown(tables_root, key, smoke=False, mini=True)
+    source = f"results/mini/{key}/"
+    atomic_write_text(path, mini_markdown(key, rows, comparison, source))
+    found = orderings(rows, comparison) if comparison is not None else []
+    return MiniPage(path, rows, found)

@@ -1,0 +1,107 @@
+"""The mini tier of the paper runner: it plans the headline comparison of ``mini.yaml`` (three seeds, the mini
+versions, its own folders, no linear plans), checks the file, and (slow) trains a tiny comparison end to end
+through ``dml reproduce --mini``: results with an untrained evaluation, the mini page, finished runs skipped."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dml_core.cli import main
+from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.recipes import PAPERS, load_catalog, load_paper
+from dml_core.recipes.mini import load_mini_comparison, mini_runs
+from dml_core.reproduce import MINI_SEEDS, PaperRun, plan_runs, recipe_problems
+from dml_core.results import load_results
+from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
+
+COMPARISON = {"proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test"}
+# Recipe fields whose mini version trains in seconds: the narrowest backbone, tiny images, 4 steps.
+TINY_MINI = {
+    **TINY_SMOKE,
+    "mini": {"iterations": 4, "image_size": 32, "resize": 36, "backbone_width": 0.125,
+             "sampler_params": {"classes_per_batch": 4, "images_per_class": 2}},
+}  # fmt: skip
+
+
+def _paper(tmp_path, **options) -> PaperRun:
+    recipes = tmp_path / "reproduce"
+    for run_id in ("ours-cub200", "lifted-cub200", "npair-cub200"):
+        write_recipe(recipes, id=run_id, targets=[{"table": "table1", "row": run_id}], **TINY_MINI)
+    (recipes / PAPER_KEY / "mini.yaml").write_text(yaml.safe_dump(COMPARISON))
+    return PaperRun(
+        PAPER_KEY, recipes_dir=recipes, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
+        tables_root=tmp_path / "tables", mini=True, **options,
+    )  # fmt: skip
+
+
+def test_mini_plans_the_headline_comparison_over_three_seeds_in_its_own_folders(tmp_path):
+    plans, linear, _ = _paper(tmp_path).preflight()
+    assert [(p.recipe.id, p.recipe.training.seed) for p in plans] == [
+        (run_id, seed) for run_id in ("ours-cub200", "lifted-cub200") for seed in MINI_SEEDS
+    ]
+    assert linear == [] and MINI_SEEDS == (0, 1, 2)
+    first = plans[0]
+    assert first.mini and not first.smoke
+    assert first.results_path == tmp_path / "results" / "mini" / PAPER_KEY / "ours-cub200-seed0.json"
+    assert first.run_dir == tmp_path / "runs" / "mini" / PAPER_KEY / "ours-cub200-seed0"
+    recipe = first.recipe
+    assert (recipe.data.dataset, recipe.model.weights, recipe.model.width) == ("embedded_mini", "random", 0.125)
+    assert recipe.training.evaluate_at_start and recipe.training.iterations == 4
+    seeds = _paper(tmp_path, seeds=[5], only=["lifted-cub200"]).preflight()[0]
+    assert [(p.recipe.id, p.recipe.training.seed) for p in seeds] == [("lifted-cub200", 5)]
+
+
+def test_a_missing_or_wrong_mini_file_stops_the_paper_naming_it(tmp_path):
+    paper = _paper(tmp_path)
+    path = tmp_path / "reproduce" / PAPER_KEY / "mini.yaml"
+    path.write_text(yaml.safe_dump({**COMPARISON, "baselines": ["lifted-cub200", "nope-cub200"]}))
+    with pytest.raises(InputError, match=rf"{path}: expected run ids of {PAPER_KEY}, found nope-cub200"):
+        paper.preflight()
+    path.unlink()
+    with pytest.raises(InputError, match=rf"{path}: not found; the mini tier of {PAPER_KEY} needs"):
+        paper.preflight()
+    with pytest.raises(InputError, match="--smoke and --mini: choose one tier"):
+        _paper(tmp_path, smoke=True).preflight()
+
+
+def test_mini_yaml_is_not_a_recipe_file(tmp_path):
+    _paper(tmp_path)
+    catalog = load_catalog(tmp_path / "reproduce", papers=[PAPER_KEY])
+    assert [run.id for run in catalog[PAPER_KEY].runs] == ["lifted-cub200", "npair-cub200", "ours-cub200"]
+
+
+@pytest.mark.parametrize("key", PAPERS)
+def test_every_paper_names_a_headline_comparison_of_its_own_runs_whose_mini_versions_are_valid(key):
+    comparison = load_mini_comparison(RECIPES_DIR, key)
+    paper = load_paper(key)
+    runs = mini_runs(paper, comparison, "mini.yaml")
+    plans = plan_runs(key, runs, MINI_SEEDS, False, Path("runs"), Path("results"), mini=True)
+    assert recipe_problems(plans) == []
+    assert {plan.recipe.data.dataset for plan in plans} == {"embedded_mini"}
+
+
+@pytest.mark.slow
+def test_a_mini_reproduction_trains_evaluates_before_and_after_and_writes_its_page(tmp_path, capsys):
+    _paper(tmp_path)
+    args = [
+        "reproduce", PAPER_KEY, "--mini", "--seeds", "0", "1", "--no-progress",
+        "--recipes", str(tmp_path / "reproduce"), "--runs", str(tmp_path / "runs"),
+        "--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables"),
+        "--papers-dir", str(write_papers_dir(tmp_path)), "--data-root", str(tmp_path / "data"),
+    ]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ours-cub200 seed 1: training (mini)" in out and "4 trained, 0 skipped" in out
+    results = load_results(tmp_path / "results" / "mini" / PAPER_KEY / "ours-cub200-seed1.json")
+    assert results.mini and not results.smoke and results.backbone_width == 0.125
+    assert [e.iteration for e in results.evaluations] == [0, 4] and results.untrained is results.evaluations[0]
+    assert {"R@1", "NMI"} <= set(results.untrained.metrics)
+    assert results.dataset == "embedded_mini"
+    text = (tmp_path / "tables" / "mini" / f"{PAPER_KEY}.md").read_text()
+    assert "NOT a reproduction of the paper" in text and "| ours-cub200 | proposed |" in text
+    assert "| ours-cub200 > lifted-cub200 |" in text
+    assert not (tmp_path / "runs" / "mini" / PAPER_KEY / "ours-cub200-seed1" / "checkpoint.pt").exists()
+    assert main(args) == 0
+    assert "0 trained, 4 skipped" in capsys.readouterr().out
