@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -320,3 +321,60 @@ def select_every_rule(evaluations: list[dict]) -> dict:
     """``select`` under every rule that applies: "final" always, "best_r1" when every evaluation has R@1."""
     rules = [rule for rule in SELECTION_RULES if rule != "best_r1" or all("R@1" in e["metrics"] for e in evaluations)]
     return {rule: select(evaluations, rule) for rule in rules}
+
+
+def deep_results_payload(
+    recipe: Any,
+    *,
+    recipe_path: str | None,
+    overrides: list[str],
+    smoke: bool,
+    mini: bool,
+    weights_id: str | None,
+    index_hashes: dict[str, str],
+    git: dict[str, Any],
+    environment: dict[str, Any],
+    protocol: dict[str, Any],
+    evaluations: list[dict],
+    timing: dict[str, float],
+    total: int,
+    resumed_runs: int,
+    world_size: int,
+) -> dict:
+    """A finished deep run's results file (``ResultsFile``'s fields), from what the trainer measured and the
+    ``recipe`` (a ``dml_core.recipe.Recipe``) it ran: the selection rules applied to its evaluations here."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "complete",
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "recipe": {
+            "id": recipe.id,
+            "path": recipe_path,
+            "sha256": recipe.content_hash(),
+            "overrides": list(overrides),
+            "content": recipe.model_dump(mode="json"),
+        },
+        "paper": recipe.paper,
+        "targets": [target.model_dump() for target in recipe.targets],
+        "dataset": recipe.data.dataset,
+        "backbone": recipe.model.backbone,
+        "backbone_width": recipe.model.width,
+        "weights": {"requested": recipe.model.weights, "id": weights_id},
+        "seed": recipe.training.seed,
+        "smoke": smoke,
+        "mini": mini,
+        "world_size": world_size,
+        "index_hashes": index_hashes,
+        "git": git,
+        "environment": environment,
+        "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},
+        "evaluations": evaluations,
+        "selection": select(evaluations, recipe.evaluation.selection),
+        "selections": select_every_rule(evaluations),
+        "timing": {
+            **timing,
+            "iterations": total,
+            "iterations_per_second": total / max(timing["train_seconds"], 1e-9),
+            "resumed_runs": resumed_runs,
+        },
+    }

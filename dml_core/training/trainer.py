@@ -17,7 +17,6 @@ per iteration: non-finite losses are noticed on the device and read back every `
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
-from dml_core.results import SCHEMA_VERSION, ResultsFile, load_results, select, select_every_rule, write_results
+from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
 from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
@@ -118,7 +117,6 @@ def _train(
     out_dir = Path(out_dir)
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
     checkpoint_path = out_dir / CHECKPOINT_NAME
-    settings = recipe.training
     if recipe.evaluation.selection == "best_r1" and "recall" not in recipe.evaluation.metrics:
         raise InputError(f"recipe {recipe.id}: evaluation.selection 'best_r1' needs 'recall' in evaluation.metrics")
     if checkpoint_path.exists() and not resume:
@@ -130,207 +128,227 @@ def _train(
         return results_path
 
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
-    on_cuda = device.type == "cuda"
-    if not on_cuda:
+    if device.type != "cuda":
         torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(settings.seed)
+    torch.manual_seed(recipe.training.seed)
     root = builders.data_root(recipe, data_root)
-
-    parts = build_run(recipe, root, device, process)
-    index_hashes = dataset_index_hashes(root / recipe.data.dataset)  # which images it trains and tests on
-    model, loss_fn, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
-    dense_labels, test_set, batches = parts.dense_labels, parts.test_set, parts.batches
-    per_epoch = parts.iterations_per_epoch
-    total = settings.iterations or settings.epochs * per_epoch
-    unit = per_epoch if settings.epochs else 1
-    eval_every, checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
-    warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
-    sharding = parts.sharding
-    watch = NonFiniteWatch(device)
-    sync_every = settings.sync_every if on_cuda else 1
-
-    iteration, evaluations, protocol = 0, [], {}
-    timing = {"train_seconds": 0.0, "data_wait_seconds": 0.0, "compute_seconds": 0.0, "evaluation_seconds": 0.0}
-    resumed_runs = 0
-    query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
-    git_segments = []  # the git state of each start, this one's appended once the resume point is known
+    run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), smoke)
     state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
-    if state is not None:
-        if state["recipe_sha256"] != recipe.content_hash():
-            raise InputError(
-                f"{checkpoint_path}: written by recipe {state['recipe_id']} with hash {state['recipe_sha256'][:12]}, "
-                f"but this run's recipe hash is {recipe.content_hash()[:12]}; use another --out"
-            )
-        if rerun and state.get("finished"):
-            state = None  # the finished run's: start over (this run's first checkpoint replaces it)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        loss_fn.load_state_dict(state["loss"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        saved_world_size = state.get("world_size", 1)
-        if saved_world_size != process.world_size:
-            raise InputError(
-                f"{checkpoint_path}: written by a run on {saved_world_size} process(es), resumed on "
-                f"{process.world_size}; resume with the same number of processes (each restores its own RNG state)"
-            )
-        _restore_rng(state["rng"], process.rank, device)
-        iteration, evaluations, protocol = state["iteration"], state["evaluations"], state["protocol"]
-        timing, resumed_runs = state["timing"], state["resumed_runs"] + 1
-        git_segments = state.get("git_segments", [])
-        query_terms = PickedQueryTerms(state.get("query_terms"))  # older checkpoints: none
-    git_segments.append({"from": iteration, **git_at_start})
+    if state is not None and run.accepts(state, rerun):
+        run.restore(state)
+    run.git_segments.append({"from": run.iteration, **git_at_start})
+    run.train(progress)
 
-    def check_finite() -> None:
-        try:
-            watch.check(f"recipe {recipe.id}")
-        except NonFiniteError as error:
-            raise NonFiniteError(f"{error}; {checkpoint_left(checkpoint_path)}") from None
-
-    def checkpoint(finished: bool = False) -> None:
-        check_finite()  # never save the state a bad step produced
-        rng_states = process.all_gather_objects(_rng_state(device))
-        if not process.is_main:
-            return
-        save_checkpoint(
-            checkpoint_path,
-            {
-                "recipe_id": recipe.id,
-                "recipe_sha256": recipe.content_hash(),
-                "recipe": recipe.model_dump(mode="json"),
-                "smoke": smoke,
-                "iteration": iteration,
-                "finished": finished,
-                "model": model.state_dict(),
-                "loss": loss_fn.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng_states,
-                "world_size": process.world_size,
-                "evaluations": evaluations,
-                "protocol": protocol,
-                "timing": timing,
-                "resumed_runs": resumed_runs,
-                "git_segments": git_segments,
-                "query_terms": query_terms.state(),
-            },
-        )
-
-    def run_evaluation() -> None:
-        nonlocal protocol
-        check_finite()
-        started = time.perf_counter()
-        process.sync_buffers(model)  # every rank embeds with rank 0's BN statistics
-        try:
-            result = evaluate_model(model, test_set, recipe, device, process)
-        except NonFiniteEmbeddingsError as error:
-            raise NonFiniteError(
-                f"recipe {recipe.id}: evaluation after iteration {iteration}: {error}; "
-                f"{checkpoint_left(checkpoint_path)}"
-            ) from None
-        seconds = time.perf_counter() - started
-        timing["evaluation_seconds"] += seconds
-        protocol = result.protocol
-        evaluations.append(
-            {"iteration": iteration, "epoch": iteration / per_epoch, "metrics": result.metrics, "seconds": seconds}
-        )
-        query_terms.add(iteration, result.per_query, evaluations)
-
-    show = progress and process.is_main
-    bar = tqdm(total=total, initial=iteration, desc=recipe.id, disable=not show, dynamic_ncols=True)
-    labels_on_device = torch.as_tensor(dense_labels).to(device)
-    forward, frozen_before = None, None
-    if recipe.model.measure_bn_batches and iteration == 0:  # a fresh start (a resumed run has them)
-        first = itertools.islice(batches.epoch(0, 0), recipe.model.measure_bn_batches)
-        measure_batchnorm_statistics(model.backbone, (images for images, _ in first))
-    if settings.evaluate_at_start and not evaluations:
-        run_evaluation()  # before any update: the untrained numbers a learning check compares with
-    while iteration < total:
-        epoch, start = divmod(iteration, per_epoch)
-        frozen = warmup.on_epoch_start(model, epoch)
-        if frozen != frozen_before:  # DDP fixes its synchronised parameters when built: rebuild on a change
-            forward, frozen_before = sharding.wrap(model, device), frozen
-            forward = torch.compile(forward) if settings.compile else forward
-        model.train()
-        segment_start = wait_start = time.perf_counter()
-        for images, positions in batches.epoch(epoch, start):
-            timing["data_wait_seconds"] += time.perf_counter() - wait_start
-            labels = labels_on_device[positions]
-            loss = train_step(forward, loss_fn, optimizer, scheduler, images, labels, settings, sharding)
-            # Terms are read after backward: a loss's last_terms belong to this step until its next forward.
-            watch.observe(iteration, loss, getattr(loss_fn, "last_terms", {}))
-            iteration += 1
-            bar.update(1)
-            if iteration % sync_every == 0:
-                check_finite()
-            if iteration % eval_every == 0 or iteration == total:
-                timing["train_seconds"] += time.perf_counter() - segment_start
-                run_evaluation()
-                if "R@1" in evaluations[-1]["metrics"]:
-                    bar.set_postfix(R1=f"{evaluations[-1]['metrics']['R@1']:.2f}")
-                segment_start = time.perf_counter()
-            if iteration % checkpoint_every == 0 or iteration == total:
-                timing["train_seconds"] += time.perf_counter() - segment_start
-                checkpoint(finished=iteration == total)
-                segment_start = time.perf_counter()
-            if iteration >= total:
-                break
-            wait_start = time.perf_counter()
-        timing["train_seconds"] += time.perf_counter() - segment_start
-    bar.close()
-    timing["compute_seconds"] = timing["train_seconds"] - timing["data_wait_seconds"]
-
-    payload = {
-        "schema_version": SCHEMA_VERSION,
-        "status": "complete",
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "recipe": {
-            "id": recipe.id,
-            "path": recorded_path(recipe_path) if recipe_path else None,
-            "sha256": recipe.content_hash(),
-            "overrides": list(overrides),
-            "content": recipe.model_dump(mode="json"),
-        },
-        "paper": recipe.paper,
-        "targets": [target.model_dump() for target in recipe.targets],
-        "dataset": recipe.data.dataset,
-        "backbone": recipe.model.backbone,
-        "backbone_width": recipe.model.width,
-        "weights": {"requested": recipe.model.weights, "id": model.weights_id},
-        "seed": settings.seed,
-        "smoke": smoke,
-        "mini": mini,
-        "world_size": process.world_size,
-        "index_hashes": index_hashes,
-        "git": provenance.git_record(git_segments),
-        "environment": {
-            **provenance.environment(),
-            "device": str(device),
-            "distributed": {
-                "world_size": process.world_size,
-                "backend": torch.distributed.get_backend() if process.active else None,
-                "images_per_process": len(sharding.slots),  # of the recipe's global batch
-                "batchnorm_statistics": parts.batchnorm_statistics,
-            },
-        },
-        "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},
-        "evaluations": evaluations,
-        "selection": select(evaluations, recipe.evaluation.selection),
-        "selections": select_every_rule(evaluations),
-        "timing": {
-            **timing,
-            "iterations": total,
-            "iterations_per_second": total / max(timing["train_seconds"], 1e-9),
-            "resumed_runs": resumed_runs,
-        },
-    }
+    payload = deep_results_payload(
+        recipe,
+        recipe_path=recorded_path(recipe_path) if recipe_path else None,
+        overrides=overrides,
+        smoke=smoke,
+        mini=mini,
+        weights_id=run.parts.model.weights_id,
+        index_hashes=dataset_index_hashes(root / recipe.data.dataset),  # which images it trained and tested on
+        git=provenance.git_record(run.git_segments),
+        environment={**provenance.environment(), "device": str(device), "distributed": run.distributed_record()},
+        protocol=run.protocol,
+        evaluations=run.evaluations,
+        timing=run.timing,
+        total=run.total,
+        resumed_runs=run.resumed_runs,
+        world_size=process.world_size,
+    )
     if process.is_main:
-        queries = query_terms.write_beside(results_path)  # first: the results file names it
+        queries = run.query_terms.write_beside(results_path)  # first: the results file names it
         write_results(results_path, {**payload, "queries": queries} if queries else payload)
     if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "mini" if mini else "full"):
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path
+
+
+class TrainingRun:
+    """One run's state between its checkpoints: where it is (iteration, evaluations, timing, resumes, the git
+    state of each start) and the steps that move it on (train, evaluate, checkpoint)."""
+
+    def __init__(
+        self, recipe: Recipe, process: Process, device: torch.device, checkpoint_path: Path, parts, smoke: bool
+    ) -> None:
+        self.recipe, self.process, self.device, self.parts = recipe, process, device, parts
+        self.checkpoint_path, self.smoke = checkpoint_path, smoke
+        settings = recipe.training
+        self.per_epoch = parts.iterations_per_epoch
+        self.total = settings.iterations or settings.epochs * self.per_epoch
+        unit = self.per_epoch if settings.epochs else 1
+        self.eval_every, self.checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
+        self.watch = NonFiniteWatch(device)
+        self.sync_every = settings.sync_every if device.type == "cuda" else 1
+        self.iteration, self.evaluations, self.protocol = 0, [], {}
+        self.timing = {
+            "train_seconds": 0.0,
+            "data_wait_seconds": 0.0,
+            "compute_seconds": 0.0,
+            "evaluation_seconds": 0.0,
+        }
+        self.resumed_runs = 0
+        self.query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
+        self.git_segments = []  # the git state of each start
+
+    def accepts(self, state: dict, rerun: bool) -> bool:
+        """Whether ``state`` (a checkpoint) is this run's to continue: refused when another recipe wrote it; not
+        taken when the run it holds is finished and ``rerun`` asks for a fresh one."""
+        if state["recipe_sha256"] != self.recipe.content_hash():
+            raise InputError(
+                f"{self.checkpoint_path}: written by recipe {state['recipe_id']} with hash "
+                f"{state['recipe_sha256'][:12]}, but this run's recipe hash is {self.recipe.content_hash()[:12]}; "
+                "use another --out"
+            )
+        return not (rerun and state.get("finished"))  # a finished run's, under rerun: start over
+
+    def restore(self, state: dict) -> None:
+        parts = self.parts
+        parts.model.load_state_dict(state["model"])
+        parts.loss.load_state_dict(state["loss"])
+        parts.optimizer.load_state_dict(state["optimizer"])
+        parts.scheduler.load_state_dict(state["scheduler"])
+        saved_world_size = state.get("world_size", 1)
+        if saved_world_size != self.process.world_size:
+            raise InputError(
+                f"{self.checkpoint_path}: written by a run on {saved_world_size} process(es), resumed on "
+                f"{self.process.world_size}; resume with the same number of processes (each restores its own RNG "
+                "state)"
+            )
+        _restore_rng(state["rng"], self.process.rank, self.device)
+        self.iteration, self.evaluations, self.protocol = state["iteration"], state["evaluations"], state["protocol"]
+        self.timing, self.resumed_runs = state["timing"], state["resumed_runs"] + 1
+        self.git_segments = state.get("git_segments", [])
+        self.query_terms = PickedQueryTerms(state.get("query_terms"))  # older checkpoints: none
+
+    def check_finite(self) -> None:
+        try:
+            self.watch.check(f"recipe {self.recipe.id}")
+        except NonFiniteError as error:
+            raise NonFiniteError(f"{error}; {checkpoint_left(self.checkpoint_path)}") from None
+
+    def checkpoint(self, finished: bool = False) -> None:
+        self.check_finite()  # never save the state a bad step produced
+        rng_states = self.process.all_gather_objects(_rng_state(self.device))
+        if not self.process.is_main:
+            return
+        parts, recipe = self.parts, self.recipe
+        save_checkpoint(
+            self.checkpoint_path,
+            {
+                "recipe_id": recipe.id,
+                "recipe_sha256": recipe.content_hash(),
+                "recipe": recipe.model_dump(mode="json"),
+                "smoke": self.smoke,
+                "iteration": self.iteration,
+                "finished": finished,
+                "model": parts.model.state_dict(),
+                "loss": parts.loss.state_dict(),
+                "optimizer": parts.optimizer.state_dict(),
+                "scheduler": parts.scheduler.state_dict(),
+                "rng": rng_states,
+                "world_size": self.process.world_size,
+                "evaluations": self.evaluations,
+                "protocol": self.protocol,
+                "timing": self.timing,
+                "resumed_runs": self.resumed_runs,
+                "git_segments": self.git_segments,
+                "query_terms": self.query_terms.state(),
+            },
+        )
+
+    def evaluate(self) -> None:
+        self.check_finite()
+        started = time.perf_counter()
+        self.process.sync_buffers(self.parts.model)  # every rank embeds with rank 0's BN statistics
+        try:
+            result = evaluate_model(self.parts.model, self.parts.test_set, self.recipe, self.device, self.process)
+        except NonFiniteEmbeddingsError as error:
+            raise NonFiniteError(
+                f"recipe {self.recipe.id}: evaluation after iteration {self.iteration}: {error}; "
+                f"{checkpoint_left(self.checkpoint_path)}"
+            ) from None
+        seconds = time.perf_counter() - started
+        self.timing["evaluation_seconds"] += seconds
+        self.protocol = result.protocol
+        self.evaluations.append(
+            {
+                "iteration": self.iteration,
+                "epoch": self.iteration / self.per_epoch,
+                "metrics": result.metrics,
+                "seconds": seconds,
+            }
+        )
+        self.query_terms.add(self.iteration, result.per_query, self.evaluations)
+
+    def train(self, progress: bool) -> None:
+        """From the current iteration to the end: epochs of batches, evaluations and checkpoints on schedule."""
+        recipe, parts, settings = self.recipe, self.parts, self.recipe.training
+        bar = tqdm(
+            total=self.total,
+            initial=self.iteration,
+            desc=recipe.id,
+            disable=not (progress and self.process.is_main),
+            dynamic_ncols=True,
+        )
+        if recipe.model.measure_bn_batches and self.iteration == 0:  # a fresh start (a resumed run has them)
+            first = itertools.islice(parts.batches.epoch(0, 0), recipe.model.measure_bn_batches)
+            measure_batchnorm_statistics(parts.model.backbone, (images for images, _ in first))
+        if settings.evaluate_at_start and not self.evaluations:
+            self.evaluate()  # before any update: the untrained numbers a learning check compares with
+        warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
+        labels_on_device = torch.as_tensor(parts.dense_labels).to(self.device)
+        forward, frozen_before = None, None
+        while self.iteration < self.total:
+            epoch, start = divmod(self.iteration, self.per_epoch)
+            frozen = warmup.on_epoch_start(parts.model, epoch)
+            if frozen != frozen_before:  # DDP fixes its synchronised parameters when built: rebuild on a change
+                forward, frozen_before = parts.sharding.wrap(parts.model, self.device), frozen
+                forward = torch.compile(forward) if settings.compile else forward
+            parts.model.train()
+            self._epoch(forward, parts.batches.epoch(epoch, start), labels_on_device, bar)
+        bar.close()
+        self.timing["compute_seconds"] = self.timing["train_seconds"] - self.timing["data_wait_seconds"]
+
+    def _epoch(self, forward, batches, labels_on_device: torch.Tensor, bar: tqdm) -> None:
+        """One epoch's batches from the current iteration, or up to the end of the run."""
+        parts, settings, timing = self.parts, self.recipe.training, self.timing
+        segment_start = wait_start = time.perf_counter()
+        for images, positions in batches:
+            timing["data_wait_seconds"] += time.perf_counter() - wait_start
+            labels = labels_on_device[positions]
+            loss = train_step(
+                forward, parts.loss, parts.optimizer, parts.scheduler, images, labels, settings, parts.sharding
+            )
+            # Terms are read after backward: a loss's last_terms belong to this step until its next forward.
+            self.watch.observe(self.iteration, loss, getattr(parts.loss, "last_terms", {}))
+            self.iteration += 1
+            bar.update(1)
+            if self.iteration % self.sync_every == 0:
+                self.check_finite()
+            if self.iteration % self.eval_every == 0 or self.iteration == self.total:
+                timing["train_seconds"] += time.perf_counter() - segment_start
+                self.evaluate()
+                if "R@1" in self.evaluations[-1]["metrics"]:
+                    bar.set_postfix(R1=f"{self.evaluations[-1]['metrics']['R@1']:.2f}")
+                segment_start = time.perf_counter()
+            if self.iteration % self.checkpoint_every == 0 or self.iteration == self.total:
+                timing["train_seconds"] += time.perf_counter() - segment_start
+                self.checkpoint(finished=self.iteration == self.total)
+                segment_start = time.perf_counter()
+            if self.iteration >= self.total:
+                break
+            wait_start = time.perf_counter()
+        timing["train_seconds"] += time.perf_counter() - segment_start
+
+    def distributed_record(self) -> dict:
+        return {
+            "world_size": self.process.world_size,
+            "backend": torch.distributed.get_backend() if self.process.active else None,
+            "images_per_process": len(self.parts.sharding.slots),  # of the recipe's global batch
+            "batchnorm_statistics": self.parts.batchnorm_statistics,
+        }
 
 
 def is_finished_run(results_path: str | Path, recipe: Recipe) -> bool:
