@@ -88,7 +88,7 @@ def bench(session: nox.Session) -> None:
 
 
 # --- Reproduction: one session per paper, the table builder, and the nightly job ---------------------------------
-# Thin wrappers: the logic is in dml_core.reproduce and dml_core.tables (`dml reproduce`, `dml tables`).
+# Thin wrappers: the logic is in dml_core.runner and dml_core.tables (`dml reproduce`, `dml tables`).
 
 
 def _paper_keys() -> tuple[str, ...]:

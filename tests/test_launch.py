@@ -20,7 +20,8 @@ from submitit.core.utils import DelayedSubmission
 import dml_core
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.launch import (
+from dml_core.runner.inline import PaperRun
+from dml_core.runner.jobs import (
     JobResources,
     TrainJob,
     executor_parameters,
@@ -29,7 +30,6 @@ from dml_core.launch import (
     parse_slurm_params,
     read_submissions,
 )
-from dml_core.reproduce import PaperRun
 from dml_core.tables.long_form import read_long_form
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 

@@ -11,7 +11,7 @@ import yaml
 
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.nightly import Nightly, run_nightly, start_manifest
+from dml_core.runner.nightly import Nightly, run_nightly, start_manifest
 from dml_core.tables.history import history_path, read_history
 from dml_core.tables.trends import trend_path
 from tests.tables.synthetic import RECIPE, TINY_SMOKE
@@ -119,7 +119,7 @@ def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the
 
 
 def test_a_results_file_the_tables_refuse_fails_the_nightly(tmp_path, monkeypatch, capsys):
-    from dml_core import nightly
+    from dml_core.runner import nightly
     from dml_core.tables.join import Refusal
 
     _tiny_anml(tmp_path)

@@ -5,8 +5,7 @@ import pytest
 import yaml
 
 from dml_core.errors import InputError
-from dml_core.recipe import parse_override
-from dml_core.recipe import MINI_BN_BATCHES
+from dml_core.recipe import MINI_BN_BATCHES, parse_override
 from dml_core.recipes import load_recipe, mini_version, smoke_version
 
 BASE = {
@@ -156,5 +155,5 @@ def test_mini_epochs_scale_the_backbone_warm_up_and_an_epoch_schedule(tmp_path):
     counted_in_iterations = {**BASE, "mini": {"epochs": 8}}
     with pytest.raises(InputError, match=r"field mini\.epochs: the recipe counts iterations"):
         mini_version(load_recipe(_write(tmp_path, counted_in_iterations)))
-    with pytest.raises(InputError, match="field mini: .*exactly one of iterations or epochs"):
+    with pytest.raises(InputError, match=r"field mini: .*exactly one of iterations or epochs"):
         load_recipe(_write(tmp_path, {**tree, "mini": {"epochs": 8, "iterations": 10}}))

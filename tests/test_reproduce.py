@@ -9,15 +9,9 @@ import pytest
 
 from dml_core.cli import main
 from dml_core.errors import InputError
-from dml_core.reproduce import (
-    PaperRun,
-    is_finished,
-    missing_inputs,
-    paper_runs,
-    plan_runs,
-    reproduce,
-    reproduce_paper,
-)
+from dml_core.runner.inline import PaperRun, reproduce, reproduce_paper
+from dml_core.runner.plan import is_finished, paper_runs, plan_runs
+from dml_core.runner.preflight import missing_inputs
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
@@ -122,7 +116,7 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     monkeypatch.setattr(PaperRun, "preflight", lambda self: (plans, [], None))
     monkeypatch.setattr(PaperRun, "train", lambda self, plan: trained.append(plan.name))
     monkeypatch.setattr(PaperRun, "build_tables", lambda self, tolerances, log: None)
-    monkeypatch.setattr("dml_core.reproduce.is_finished", lambda plan: plan is plans[1])
+    monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: plan is plans[1])
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
         results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,

@@ -9,10 +9,10 @@ from dml_core.commands.options import non_negative_int, positive_int
 from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
 from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
 from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
-from dml_core.linear.reproduce import linear_runs, write_run_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
 from dml_core.provenance import git_state
+from dml_core.runner.linear import linear_runs, write_run_results
 from dml_core.writable import require_writable_folder
 
 # The plan id recorded in results files this command writes (they come from no pinned plan file).

@@ -1,13 +1,13 @@
 """``dml nightly``: every paper re-run at the current code into dated folders of its own, checked against the
-published numbers and the previous passing nightly, and kept in the history (``dml_core.nightly``)."""
+published numbers and the previous passing nightly, and kept in the history (``dml_core.runner.nightly``)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from dml_core.nightly import Nightly, run_nightly
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
+from dml_core.runner.nightly import Nightly, run_nightly
 from dml_core.vocabulary import PAPER_KEYS
 
 

@@ -1,6 +1,6 @@
 """``dml reproduce KEY``: train every recipe of a paper (resumable), write results, build its tables.
 
-``--launcher local|slurm`` submits each run as a job instead of training here (``dml_core.launch``)."""
+``--launcher local|slurm`` submits each run as a job instead of training here (``dml_core.runner.jobs``)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,14 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.vocabulary import PAPER_KEYS
 
-SUMMARY = "run every recipe of a paper (finished runs skipped), then build tables/<paper>.md"
-
 if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
-    from dml_core.launch import LaunchReport
-    from dml_core.reproduce import PaperRun
+    from dml_core.runner.inline import PaperRun
+    from dml_core.runner.jobs import LaunchReport
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "reproduce",
-        help=SUMMARY,
         description="Check that the datasets and weight files of reproduce/KEY/*.yaml are here, train each "
         "recipe x seed (interrupted runs resume, finished ones are skipped unless --rerun), write "
         "results/KEY/<id>-seed<N>.json and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml "
@@ -154,8 +151,9 @@ def _check_launcher_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: the runner loads torch; `dml reproduce --help` stays light.
     from dml_core.recipes import parse_reading_choices
-    from dml_core.reproduce import PaperRun, reproduce
+    from dml_core.runner.inline import PaperRun, reproduce
 
     _check_launcher_flags(args)
     paper = PaperRun(
@@ -205,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace, paper: PaperRun) -> LaunchReport:
-    from dml_core.launch import DEFAULT_TIMEOUT_MIN, JobResources, launch_paper, parse_slurm_params
+    # Here, not at the top: submitit is needed only with --launcher.
+    from dml_core.runner.jobs import DEFAULT_TIMEOUT_MIN, JobResources, launch_paper, parse_slurm_params
 
     resources = JobResources(
         gpus_per_job=args.gpus_per_job or 1,

@@ -9,13 +9,10 @@ from pathlib import Path
 from dml_core.commands.options import add_reading_option
 from dml_core.output_paths import runs_root
 
-SUMMARY = "train and evaluate one recipe; writes checkpoint.pt and results.json"
-
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
-        help=SUMMARY,
         description="Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `dml recipes list`; or a "
         "recipe file of one run), evaluating on the test split every training.eval_every, and write an atomic "
         "checkpoint and a results file.",
@@ -59,6 +56,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: training loads torch; `dml train --help` stays light.
     from dml_core.recipes import check_reading_choices, mini_version, parse_reading_choices, resolve_run, smoke_version
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import with_overrides

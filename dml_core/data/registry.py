@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dml_core.data.index import IndexRow
 from dml_core.data.sources import cars, cub, embedded, inshop, sop
+from dml_core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,6 @@ DATASETS: dict[str, DatasetSpec] = {
 
 def get_spec(dataset: str) -> DatasetSpec:
     """The spec of ``dataset``, or an error listing the known names."""
-    from dml_core.errors import InputError
-
     if dataset not in DATASETS:
         raise InputError(f"dataset: expected one of {', '.join(sorted(DATASETS))}, found {dataset!r}")
     return DATASETS[dataset]

@@ -33,5 +33,6 @@ def test_prepare_an_unknown_dataset_is_one_line(tmp_path, capsys):
 
     assert main(["prepare", "cub", "--root", str(tmp_path)]) == 2
     assert (
-        "expected one of cars196, cub200, embedded, embedded_mini, inshop, sop or uci:<name>, found 'cub'" in capsys.readouterr().err
+        "expected one of cars196, cub200, embedded, embedded_mini, inshop, sop or uci:<name>, found 'cub'"
+        in capsys.readouterr().err
     )

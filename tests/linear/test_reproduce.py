@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from dml_core.cli import main
-from dml_core.linear.reproduce import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
+from dml_core.runner.linear import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
 from dml_core.tables.long_form import read_long_form
 
 ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]
@@ -139,7 +139,7 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
 
 def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
     from dml_core.output_paths import RECIPES_DIR
-    from dml_core.reproduce import PaperRun
+    from dml_core.runner.inline import PaperRun
 
     paper = PaperRun(
         "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",

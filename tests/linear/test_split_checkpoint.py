@@ -5,11 +5,11 @@ import json
 import pytest
 
 import dml_core.linear.protocol as protocol
-import dml_core.linear.reproduce as linear_reproduce
+import dml_core.runner.linear as linear_reproduce
 from dml_core.errors import InputError
-from dml_core.linear.reproduce import execute_linear_run, plan_linear_runs
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import load_results
+from dml_core.runner.linear import execute_linear_run, plan_linear_runs
 
 IRIS_PLAN = RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"
 

@@ -12,8 +12,10 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import PAPERS, load_catalog, load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_runs
-from dml_core.reproduce import MINI_SEEDS, PaperRun, plan_runs, recipe_problems
 from dml_core.results import load_results
+from dml_core.runner.inline import PaperRun
+from dml_core.runner.plan import MINI_SEEDS, plan_runs
+from dml_core.runner.preflight import recipe_problems
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 COMPARISON = {"proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test"}

@@ -1,7 +1,7 @@
 """Fan a paper's runs out as jobs: ``dml reproduce KEY --launcher slurm`` (or ``local``), through submitit.
 
-The plan, the preflight and the skipping of finished runs are ``dml_core.reproduce``'s; each unfinished
-recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``). Job pickles and logs go to
+The plan, the preflight and the skipping of finished runs are ``runner.plan``'s and ``runner.preflight``'s; each
+unfinished recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``). Job pickles and logs go to
 ``<runs>/[smoke/]submitit/<key>/<job id>/``. With ``wait`` this process waits for every job, reports each
 outcome (a failed job: its error and log file; the others still run) and builds the tables as the inline
 runner does. Without it, it returns once the jobs are submitted; re-running the same command after they end
@@ -39,7 +39,8 @@ from submitit.core.utils import FailedJobError
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
-from dml_core.reproduce import PaperRun, PlannedRun, ReproduceReport, is_finished
+from dml_core.runner.inline import PaperRun, ReproduceReport
+from dml_core.runner.plan import PlannedRun, is_finished
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")

@@ -12,7 +12,7 @@ gives an ETA for the runs left, from the pace of those this invocation trained.
 writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
-same results folder (``dml_core.linear.reproduce``); their smoke versions take seconds on the CPU.
+same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
 """
 
 from __future__ import annotations
@@ -22,52 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dml_core.data.image_cache import cache_problem
-from dml_core.data.index import index_path
-from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.eta import RunClock
-from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan, table2_row_id
-from dml_core.linear.reproduce import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
-from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
-from dml_core.output_paths import results_file, run_folder
-from dml_core.recipe import Recipe, mini_version, smoke_version
-from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
-from dml_core.recipes.components import located_problems
-from dml_core.recipes.compose import RunDefinition
+from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
+from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
+from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
+from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.tables.index_check import default_data_root
 from dml_core.tables.mini import MiniPage, build_mini_page
-from dml_core.training.builders import data_root as resolve_data_root
-from dml_core.training.builders import transform_config
-from dml_core.training.trainer import is_finished_run
-from dml_core.writable import require_writable_file, require_writable_folder
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run x seed: the resolved recipe (seed set, readings chosen, smoke- or mini-shrunk if asked) and where it
-    writes."""
-
-    run: RunDefinition
-    overrides: tuple[str, ...]
-    recipe: Recipe
-    run_dir: Path
-    results_path: Path
-    smoke: bool = False
-    mini: bool = False
-
-    @property
-    def recipe_path(self) -> Path:
-        """The recipe file that declares the run."""
-        return self.run.file
-
-    @property
-    def name(self) -> str:
-        """``<run name> seed <seed>``: how logs and reports name the run (the run name carries any non-default
-        readings after a ``~``)."""
-        return f"{self.recipe.run_name} seed {self.recipe.training.seed}"
+from dml_core.training import NonFiniteError, train
+from dml_core.training.distributed import Process
 
 
 @dataclass
@@ -80,162 +46,11 @@ class ReproduceReport:
     tables: PaperTables | MiniPage | None = None
 
 
-# The mini tier's seeds when none are given: its page reports mean +- std over them.
-MINI_SEEDS = (0, 1, 2)
-
-
-def paper_runs(recipes_dir: Path, key: str, only: Sequence[str] = ()) -> tuple[list[RunDefinition], list[Path]]:
-    """The deep runs of ``<recipes_dir>/<key>/*.yaml`` (sorted by id) and the linear plans
-    ``<recipes_dir>/<key>/linear/*.yaml``, restricted by ``only`` when given: deep run ids, plan stems, or the ids
-    of single linear runs (a plan's method on its data set, e.g. ``lanml-plus-uci-wine``: its plan is kept, and
-    ``PaperRun.preflight`` keeps that method alone)."""
-    folder = Path(recipes_dir) / key
-    deep = list(load_paper(key, Path(recipes_dir)).runs) if recipe_files(folder) else []
-    linear = linear_plan_paths(recipes_dir, key)
-    if not deep and not linear:
-        raise InputError(f"{folder}: no recipes (*.yaml) for paper {key!r}")
-    if only:
-        linear_ids = {path: linear_run_ids(load_linear_plan(path)) for path in linear}
-        known = [run.id for run in deep] + [p.stem for p in linear] + [i for ids in linear_ids.values() for i in ids]
-        unknown = sorted(set(only) - set(known))
-        if unknown:
-            raise InputError(f"--only: expected run ids of {key} ({', '.join(known)}), found {', '.join(unknown)}")
-        deep = [run for run in deep if run.id in only]
-        linear = [path for path in linear if path.stem in only or set(linear_ids[path]) & set(only)]
-    return deep, linear
-
-
-def linear_run_ids(plan: LinearPlan) -> list[str]:
-    """The ids of a linear plan's runs: each method's Table 2 row on the plan's data set."""
-    return [table2_row_id(method, plan.dataset) for method in plan.methods]
-
-
-def selected_linear_runs(runs: Sequence[LinearRun], only: Sequence[str]) -> list[LinearRun]:
-    """``runs`` kept by ``only`` (all of them without it; all of a plan named by its stem; else the named runs)."""
-    if not only:
-        return list(runs)
-    named = set(only)
-    return [
-        run
-        for run in runs
-        if (run.plan_path is not None and run.plan_path.stem in named)
-        or table2_row_id(run.method, run.plan.dataset) in named
-    ]
-
-
-def plan_runs(
-    key: str,
-    runs: Sequence[RunDefinition],
-    seeds: Sequence[int] | None,
-    smoke: bool,
-    runs_root: Path,
-    results_root: Path,
-    pipeline: str | None = None,
-    readings: Mapping[str, str] | None = None,
-    mini: bool = False,
-) -> list[PlannedRun]:
-    """Every run x seed (``seeds=None``: each run's own ``training.seed``) under ``readings`` (reading -> value,
-    for the runs that rest on it; the others at their defaults), shrunk to its smoke or mini version if asked;
-    ``pipeline`` overrides every recipe's ``data.pipeline``. The seed and pipeline are recorded as the run's
-    overrides."""
-    choices = dict(readings or {})
-    check_reading_choices(runs, choices, what=f"the runs of {key}")
-    plans = []
-    for run in runs:
-        for seed in seeds if seeds is not None else [run.recipe(choices).training.seed]:
-            overrides = (f"training.seed={seed}",) + ((f"data.pipeline={pipeline}",) if pipeline else ())
-            recipe = run.recipe(choices, overrides)
-            if recipe.paper != key:
-                raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
-            if smoke:
-                recipe = smoke_version(recipe)
-            if mini:
-                recipe = mini_version(recipe)
-            plans.append(
-                PlannedRun(
-                    run=run,
-                    overrides=overrides,
-                    recipe=recipe,
-                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, smoke, mini),
-                    results_path=results_file(results_root, key, recipe.run_name, seed, smoke, mini),
-                    smoke=smoke,
-                    mini=mini,
-                )
-            )
-    return plans
-
-
-def recipe_problems(plans: Sequence[PlannedRun]) -> list[str]:
-    """Every component parameter a planned recipe gets wrong (a typo in a loss parameter, an unknown sampler),
-    each naming the file that set it, the field and what is accepted."""
-    lines = [
-        line for plan in plans for line in located_problems(plan.recipe, plan.run.settings.origins, plan.recipe_path)
-    ]
-    return list(dict.fromkeys(lines))
-
-
-def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[str]:
-    """What the runs need and this machine lacks (prepared datasets, weight files), each with how to get it."""
-    problems: list[str] = []
-    for plan in plans:
-        recipe = plan.recipe
-        root = resolve_data_root(recipe, data_root)
-        spec = get_spec(recipe.data.dataset)
-        if not spec.generated and not index_path(root / spec.name).is_file():
-            problems.append(
-                f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
-                f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
-            )
-        elif recipe.data.pipeline == "cache" and not spec.generated:  # the generated set's is built on first use
-            config = transform_config(recipe)
-            problem = cache_problem(spec.name, root, "train", config.resize_mode, config.resize)
-            if problem:
-                problems.append(f"{plan.recipe_path}: data.pipeline cache: {problem}")
-        weights = recipe.model.weights
-        if weights == "pretrained":
-            expected = WEIGHT_FILES[recipe.model.backbone]
-            if not (weights_cache_dir() / expected.file_name).is_file():
-                problems.append(
-                    missing_weights_message(expected, [weights_cache_dir()])
-                    + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
-                )
-        elif weights != "random" and not Path(weights).expanduser().is_file():
-            problems.append(f"{plan.recipe_path}: field model.weights: file {weights} not found")
-    return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
-
-
-def unwritable_outputs(
-    plans: Sequence[PlannedRun], linear_runs: Sequence[LinearRun], tables_root: Path, shown: int = 5
-) -> list[str]:
-    """Every place the runs and the tables will write that cannot take a file (read-only, a file in the way),
-    found before anything trains; the first ``shown`` named, the rest counted."""
-    checks = [(require_writable_folder, plan.run_dir, "run folder") for plan in plans]
-    checks += [(require_writable_file, plan.results_path, "results file") for plan in plans]
-    checks += [(require_writable_file, run.results_path, "results file") for run in linear_runs]
-    checks += [(require_writable_file, run.splits_path, "run folder") for run in linear_runs if run.splits_path]
-    checks.append((require_writable_folder, tables_root, "tables folder"))
-    problems = []
-    for check, path, what in checks:
-        try:
-            check(path, what)
-        except InputError as error:
-            problems.append(str(error))
-    problems = list(dict.fromkeys(problems))
-    more = len(problems) - shown
-    return problems[:shown] + ([f"... and {more} more"] if more > 0 else [])
-
-
-def is_finished(plan: PlannedRun) -> bool:
-    """A results file for exactly this recipe (same content hash, so the same seed and smoke settings) exists
-    (whether or not its checkpoint was kept)."""
-    return is_finished_run(plan.results_path, plan.recipe)
-
-
 @dataclass(frozen=True)
 class PaperRun:
     """One paper's reproduction: which runs (``smoke``, ``mini``, ``seeds``, ``only``), where it reads and writes, and
     how it trains (``data_root``, ``device``, ``progress``): the options of ``dml reproduce``, whichever runner
-    (this process: ``reproduce``; jobs: ``dml_core.launch.launch_paper``) trains the runs."""
+    (this process: ``reproduce``; jobs: ``dml_core.runner.jobs.launch_paper``) trains the runs."""
 
     key: str
     recipes_dir: Path
@@ -293,8 +108,6 @@ class PaperRun:
 
     def train(self, plan: PlannedRun) -> Path:
         """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
-        from dml_core.training import train
-
         return train(
             plan.recipe,
             plan.run_dir,
@@ -341,13 +154,10 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing.
-    ``dml_core.launch.launch_paper`` is the same with each run submitted as a job. Under torchrun every
+    ``dml_core.runner.jobs.launch_paper`` is the same with each run submitted as a job. Under torchrun every
     process runs this and trains each run together with the others; only rank 0 logs, runs the (CPU) linear
     plans and builds the tables.
     """
-    from dml_core.training import NonFiniteError
-    from dml_core.training.distributed import Process
-
     main_process = Process.from_environment().is_main
     if not main_process:
         log = _quiet

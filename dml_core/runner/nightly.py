@@ -22,7 +22,7 @@ from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
-from dml_core.reproduce import PaperRun, reproduce
+from dml_core.runner.inline import PaperRun, reproduce
 from dml_core.tables.check import Failure, Waived, check_long_forms, gate_lines
 from dml_core.tables.history import (
     Baseline,

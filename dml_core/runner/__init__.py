@@ -1,0 +1,11 @@
+"""Running a paper: the one package behind `dml reproduce`, `dml nightly` and the `reproduce-<key>` nox sessions.
+
+- ``plan``: which runs (every run x seed of the recipe files, or the mini tier's headline comparison; the linear
+  plans), each resolved and placed, and which are finished;
+- ``preflight``: what they need before anything trains (parameters, datasets, weight files, writable places);
+- ``inline``: ``PaperRun`` (a paper's options) and ``reproduce``, which trains the runs in this process and
+  builds the tables;
+- ``jobs``: the same with each run submitted as a job (local processes or Slurm, through submitit);
+- ``linear``: anml Table 2's linear runs (plan, resume from finished splits, results files);
+- ``nightly``: every paper again at this commit, checked against the published numbers and the last nightly.
+"""
