@@ -42,6 +42,19 @@ def recorded_path(path: str | os.PathLike) -> str:
     return str(path)
 
 
+DATA_ROOT_VARIABLE = "DML_DATA_ROOT"
+
+
+def data_root(override: str | os.PathLike | None = None, recipe_root: str | os.PathLike | None = None) -> Path:
+    """Where prepared datasets live: ``--data-root``, else the recipe's ``data.root``, else ``$DML_DATA_ROOT``,
+    else ./data; training, the linear runs, the preflight and the tables' index check all look there.
+
+    >>> data_root("/d", "/r").as_posix(), data_root(None, "/r").as_posix()
+    ('/d', '/r')
+    """
+    return Path(override or recipe_root or os.environ.get(DATA_ROOT_VARIABLE, "data"))
+
+
 def runs_root() -> Path:
     return Path(os.environ.get("DML_RUNS_DIR", "runs"))
 

@@ -15,8 +15,6 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -27,20 +25,18 @@ from pydantic import (
 )
 
 from dml_core.errors import InputError
+from dml_core.schema import StrictModel
+from dml_core.vocabulary import Backbone, PaperKey
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Target(_Strict):
+class Target(StrictModel):
     """A published row this recipe reproduces: papers/<paper>/published.yaml, table id and row id."""
 
     table: str
     row: str
 
 
-class TransformSettings(_Strict):
+class TransformSettings(StrictModel):
     resize_mode: Literal["squash", "shorter_side"] = "shorter_side"
     resize: PositiveInt = 256
     train_crop: Literal["random_crop", "random_resized_crop"] = "random_resized_crop"
@@ -49,7 +45,7 @@ class TransformSettings(_Strict):
     hflip: bool = True
 
 
-class DataSettings(_Strict):
+class DataSettings(StrictModel):
     dataset: str
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
@@ -59,13 +55,13 @@ class DataSettings(_Strict):
     pipeline: Literal["pil", "cache"] = "pil"
 
 
-class HeadSettings(_Strict):
+class HeadSettings(StrictModel):
     name: Literal["linear", "multi_level_fusion", "relational"] = "linear"
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class ModelSettings(_Strict):
-    backbone: Literal["bn_inception", "googlenet", "resnet50"]
+class ModelSettings(StrictModel):
+    backbone: Backbone
     # Channel-width multiplier of the backbone: 1 is the published network; 1/2, 1/4, 1/8 narrow every layer
     # (random weights only; the mini tier's stand-in for a network too slow on a CPU)
     width: Literal[1.0, 0.5, 0.25, 0.125] = 1.0
@@ -81,18 +77,18 @@ class ModelSettings(_Strict):
     measure_bn_batches: NonNegativeInt = 0
 
 
-class LossSettings(_Strict):
+class LossSettings(StrictModel):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     lr_multiplier: PositiveFloat = 1.0  # for a loss's own parameters (proxies)
 
 
-class SamplerSettings(_Strict):
+class SamplerSettings(StrictModel):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class OptimizerSettings(_Strict):
+class OptimizerSettings(StrictModel):
     name: Literal["sgd", "adam", "adamw", "rmsprop"]
     lr: PositiveFloat
     weight_decay: NonNegativeFloat = 0.0
@@ -100,7 +96,7 @@ class OptimizerSettings(_Strict):
     new_layer_lr_multiplier: PositiveFloat = 1.0
 
 
-class ScheduleSettings(_Strict):
+class ScheduleSettings(StrictModel):
     name: Literal["constant", "step", "multistep"] = "constant"
     unit: Literal["iteration", "epoch"] = "iteration"  # what step_size and milestones count
     step_size: PositiveInt | None = None  # step: decay every step_size units
@@ -116,7 +112,7 @@ class ScheduleSettings(_Strict):
         return self
 
 
-class TrainingSettings(_Strict):
+class TrainingSettings(StrictModel):
     iterations: PositiveInt | None = None
     epochs: PositiveInt | None = None
     # Both counted in the run's unit (iterations, or epochs when ``epochs`` is set); the end is always evaluated.
@@ -138,7 +134,7 @@ class TrainingSettings(_Strict):
         return self
 
 
-class EvaluationSettings(_Strict):
+class EvaluationSettings(StrictModel):
     metrics: list[Literal["recall", "map_at_r", "r_precision", "nmi", "f1"]] = Field(
         default_factory=lambda: ["recall", "nmi", "f1", "map_at_r", "r_precision"]
     )
@@ -150,7 +146,7 @@ class EvaluationSettings(_Strict):
     selection: Literal["best_r1", "final"] = "best_r1"
 
 
-class SmokeSettings(_Strict):
+class SmokeSettings(StrictModel):
     """How ``--smoke`` shrinks the recipe: embedded dataset, random init, small images, few iterations."""
 
     iterations: PositiveInt = 60
@@ -160,7 +156,7 @@ class SmokeSettings(_Strict):
     sampler_params: dict[str, Any] = Field(default_factory=dict)
 
 
-class MiniSettings(_Strict):
+class MiniSettings(StrictModel):
     """How ``--mini`` shrinks the recipe to show that it learns on the CPU: the larger embedded set
     (``embedded_mini``), random init, a narrowed backbone of the same family, small images, a few hundred
     iterations, an evaluation before the first update and one at the end. Everything else (loss, sampler and its
@@ -195,9 +191,9 @@ class MiniSettings(_Strict):
         return self
 
 
-class Recipe(_Strict):
+class Recipe(StrictModel):
     id: str
-    paper: Literal["damlrrm", "anml", "gpw", "drml", "cgml"] | None = None
+    paper: PaperKey | None = None
     targets: list[Target] = Field(default_factory=list)
     description: str = ""
     # id -> text (reproduce/<paper>/assumptions.yaml); a recipe outside a paper folder may list sentences

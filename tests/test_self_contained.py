@@ -101,7 +101,7 @@ def test_no_tracked_file_depends_on_a_machine_or_on_files_outside_the_repository
     )
 
 
-# The examples are split in two concatenated literals so that `git grep` for machine paths finds none in this file either.
+# The examples are two concatenated literals, so that `git grep` for machine paths finds none in this file either.
 @pytest.mark.parametrize(
     "line",
     [

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.vocabulary import PAPER_KEYS
 from dml_core.writable import require_writable_folder
 
@@ -54,7 +55,6 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: the table builder loads pandas and matplotlib; `dml tables --help` stays light.
     from dml_core.tables import build_paper_tables, check_long_forms, load_tolerances, write_index
     from dml_core.tables.check import gate_lines
-    from dml_core.tables.index_check import default_data_root
 
     tables = args.tables or tables_root()
     require_writable_folder(tables, "--tables")
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             smoke=args.smoke,
             papers_dir=args.papers_dir,
             draw_plots=not args.no_plots,
-            data_root=args.data_root or default_data_root(),
+            data_root=resolve_data_root(args.data_root),
         )
         for key in args.paper
     ]

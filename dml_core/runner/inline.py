@@ -24,13 +24,13 @@ from typing import Any
 
 from dml_core.errors import InputError
 from dml_core.eta import RunClock
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
-from dml_core.tables.index_check import default_data_root
 from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.training import NonFiniteError, train
 from dml_core.training.distributed import Process
@@ -137,7 +137,7 @@ class PaperRun:
             tolerances=tolerances,
             smoke=self.smoke,
             papers_dir=self.papers_dir,
-            data_root=self.data_root or default_data_root(),
+            data_root=resolve_data_root(self.data_root),
         )
         log(f"tables: {tables.markdown_path}")
         for refusal in tables.refused:  # the results gate's: shown in no table

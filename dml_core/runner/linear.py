@@ -8,7 +8,6 @@ interrupted one resumes after its last finished split (kept in its run folder un
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from dml_core.linear.results_file import write_linear_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
 from dml_core.linear.uci import cache_path, get_uci_dataset
+from dml_core.output_paths import data_root as output_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
@@ -96,14 +96,9 @@ def plan_linear_runs(
     return runs
 
 
-def linear_data_root(override: Path | None = None) -> Path:
-    """Where ``prepare_uci`` wrote the data sets: --data-root, $DML_DATA_ROOT, else ./data (as deep runs)."""
-    return Path(override or os.environ.get("DML_DATA_ROOT", "data"))
-
-
 def missing_linear_inputs(runs: Sequence[LinearRun], data_root: Path | None) -> list[str]:
     """Data sets the runs need that are not prepared here (Iris and Wine ship with scikit-learn)."""
-    root = linear_data_root(data_root)
+    root = output_data_root(data_root)
     problems = []
     for run in runs:
         dataset = get_uci_dataset(run.plan.dataset)
@@ -149,7 +144,7 @@ def run_protocol(
     result = run_table2_protocol(
         plan.dataset,
         run.method,
-        root=linear_data_root(data_root),
+        root=output_data_root(data_root),
         n_splits=plan.splits,
         seed=plan.seed,
         grid=thin_grid(PAPER_GRIDS[run.method], plan.grid_every),

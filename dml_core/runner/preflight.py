@@ -11,10 +11,10 @@ from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.components import located_problems
 from dml_core.runner.linear import LinearRun
 from dml_core.runner.plan import PlannedRun
-from dml_core.training.builders import data_root as resolve_data_root
 from dml_core.training.builders import transform_config
 from dml_core.writable import require_writable_file, require_writable_folder
 
@@ -33,7 +33,7 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
     problems: list[str] = []
     for plan in plans:
         recipe = plan.recipe
-        root = resolve_data_root(recipe, data_root)
+        root = resolve_data_root(data_root, recipe.data.root)
         spec = get_spec(recipe.data.dataset)
         if not spec.generated and not index_path(root / spec.name).is_file():
             problems.append(

@@ -12,8 +12,9 @@ MARKERS = {WITHIN: "✓", BELOW: "▼", ABOVE: "▲", WAIVED: "▼ waived"}
 LEGEND = (
     "Cells: published → reproduced (gap) marker; ✓ within the gate, ▼ below, ▲ above it; ▼ waived: below, but the "
     "published number is under a reviewed waiver (papers/<key>/known_gaps.yaml), so the gate does not count it. "
-    "The gate is the metric's tolerance, or the measured spread of the line where that is larger. Reproduced numbers are the mean over seeds "
-    "(± sample std, with the seed count in the runs column), or over splits for the linear Table 2 protocol "
+    "The gate is the metric's tolerance, or the measured spread of the line where that is larger. Reproduced "
+    "numbers are the mean over seeds (± sample std, with the seed count in the runs column), or over splits for the "
+    "linear Table 2 protocol "
     "(± std over splits, as the paper prints it). A deep run's number is the evaluation with the best test R@1, as "
     "the papers select; '· final' gives the last evaluation's where it differs. A single seed's number shows its 95% "
     "bootstrap interval over the test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."

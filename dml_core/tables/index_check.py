@@ -9,20 +9,12 @@ were recorded, nothing can be compared: the tables say so once instead.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dml_core.data.index import dataset_index_hashes, index_path
 from dml_core.errors import InputError
+from dml_core.output_paths import DATA_ROOT_VARIABLE
 from dml_core.results import ResultsFile
-
-DATA_ROOT_VARIABLE = "DML_DATA_ROOT"
-
-
-def default_data_root() -> Path:
-    """Where prepared datasets are looked for when no ``--data-root`` is given: ``$DML_DATA_ROOT``, else ./data
-    (as training looks for them)."""
-    return Path(os.environ.get(DATA_ROOT_VARIABLE, "data"))
 
 
 def _short(digest: str | None) -> str:

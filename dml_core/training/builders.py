@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +26,6 @@ from dml_core.models import (
 from dml_core.recipe import Recipe
 
 QUERY_GALLERY_SPLITS = ("query", "gallery")
-
-
-def data_root(recipe: Recipe, override: Path | None = None) -> Path:
-    """Where prepared datasets live: --data-root, the recipe's data.root, $DML_DATA_ROOT, else ./data."""
-    return Path(override or recipe.data.root or os.environ.get("DML_DATA_ROOT", "data"))
 
 
 @dataclass

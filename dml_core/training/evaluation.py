@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader, Subset
 
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.evaluation.per_query import PerQuery
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.query_terms_file import write_query_terms
 from dml_core.recipe import Recipe
 from dml_core.results import select_every_rule
@@ -133,7 +134,7 @@ def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str |
     model = builders.build_model(recipe)
     model.load_state_dict(state["model"])
     model.to(device)
-    _, _, test_set = builders.build_datasets(recipe, model, builders.data_root(recipe, data_root))
+    _, _, test_set = builders.build_datasets(recipe, model, resolve_data_root(data_root, recipe.data.root))
     result = evaluate_model(model, test_set, recipe, device)
     return {
         "checkpoint": str(path),

@@ -29,10 +29,10 @@ from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
 from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
-from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, evaluate_model
@@ -131,7 +131,7 @@ def _train(
     if device.type != "cuda":
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(recipe.training.seed)
-    root = builders.data_root(recipe, data_root)
+    root = resolve_data_root(data_root, recipe.data.root)
     run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), smoke)
     state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
     if state is not None and run.accepts(state, rerun):
