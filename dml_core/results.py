@@ -19,19 +19,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
+from dml_core.schema import StrictModel, format_validation_error
 
 SCHEMA_VERSION = 1
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RecipeRecord(_Strict):
+class RecipeRecord(StrictModel):
     id: str
     path: str | None
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -39,12 +36,12 @@ class RecipeRecord(_Strict):
     content: dict[str, Any]
 
 
-class TargetRecord(_Strict):
+class TargetRecord(StrictModel):
     table: str
     row: str
 
 
-class EvaluationRecord(_Strict):
+class EvaluationRecord(StrictModel):
     iteration: int
     epoch: float
     metrics: dict[str, float]
@@ -55,13 +52,13 @@ SELECTION_RULES = ("best_r1", "final")
 SelectionRule = Literal["best_r1", "final"]
 
 
-class SelectionRecord(_Strict):
+class SelectionRecord(StrictModel):
     rule: SelectionRule
     iteration: int
     metrics: dict[str, float]
 
 
-class QueryTermsRecord(_Strict):
+class QueryTermsRecord(StrictModel):
     """The companion file of per-query retrieval terms beside the results file (``dml_core.query_terms_file``):
     its name (in the same folder), sha256, size, and the evaluations it holds (by iteration)."""
 
@@ -71,7 +68,7 @@ class QueryTermsRecord(_Strict):
     iterations: list[int] = Field(min_length=1)
 
 
-class TimingRecord(_Strict):
+class TimingRecord(StrictModel):
     iterations: int
     train_seconds: float  # wall time in the training loop, evaluations excluded
     data_wait_seconds: float
@@ -81,7 +78,7 @@ class TimingRecord(_Strict):
     resumed_runs: int  # how many times the run was resumed; timing covers every segment
 
 
-class ResultsFile(_Strict):
+class ResultsFile(StrictModel):
     """A deep run (recipe x seed)."""
 
     schema_version: Literal[1]
@@ -159,7 +156,7 @@ class ResultsFile(_Strict):
         return [metrics[metric]] if metric in metrics else []
 
 
-class LinearPlanRecord(_Strict):
+class LinearPlanRecord(StrictModel):
     """The pinned settings a linear run came from (``path`` None: an ad-hoc ``dml linear-table2`` run)."""
 
     id: str
@@ -171,7 +168,7 @@ class LinearPlanRecord(_Strict):
     path_relocated: bool = False
 
 
-class LinearProtocolRecord(_Strict):
+class LinearProtocolRecord(StrictModel):
     """How anml's Table 2 numbers were obtained (section 7.1); see ``dml_core.linear.protocol``."""
 
     name: Literal["anml-table2"]
@@ -191,7 +188,7 @@ class LinearProtocolRecord(_Strict):
     n_features: int = Field(ge=1)
 
 
-class LinearSplitRecord(_Strict):
+class LinearSplitRecord(StrictModel):
     split: int = Field(ge=0)
     seed: int
     hyper_parameters: dict[str, float]
@@ -203,12 +200,12 @@ class LinearSplitRecord(_Strict):
     seconds: float = Field(ge=0)
 
 
-class LinearSummaryRecord(_Strict):
+class LinearSummaryRecord(StrictModel):
     accuracy: float = Field(ge=0, le=100)  # percent, mean over splits
     accuracy_std: float = Field(ge=0)  # percent, sample std (ddof=1) over splits; 0 for one split
 
 
-class LinearResultsFile(_Strict):
+class LinearResultsFile(StrictModel):
     """One linear method on one data set under the Table 2 protocol, one base seed."""
 
     schema_version: Literal[1]
@@ -263,19 +260,6 @@ RESULT_KINDS: dict[str, type[ResultsFile] | type[LinearResultsFile]] = {
 }
 
 
-def _problems(error: ValidationError) -> str:
-    """Each problem as ``field <dotted path>: <what was expected> (found <value>)``."""
-
-    def found(item: dict) -> str:
-        # A missing field has no value of its own (pydantic reports the enclosing object): say nothing.
-        return "" if item["type"] == "missing" or not item["loc"] else f" (found {item['input']!r:.80})"
-
-    return "; ".join(
-        f"field {'.'.join(str(p) for p in item['loc']) or '(top level)'}: {item['msg']}{found(item)}"
-        for item in error.errors()
-    )
-
-
 def validate_results(payload: dict, origin: str) -> AnyResults:
     """The payload as its kind's model (no ``kind``: deep); an ``InputError`` naming file and fields if invalid."""
     kind = payload.get("kind", "deep")
@@ -287,7 +271,7 @@ def validate_results(payload: dict, origin: str) -> AnyResults:
         return model.model_validate(payload)
     except ValidationError as error:
         raise InputError(
-            f"{origin}: not a valid {kind} results file (schema {SCHEMA_VERSION}): {_problems(error)}"
+            f"{origin}: not a valid {kind} results file (schema {SCHEMA_VERSION}): {format_validation_error(error)}"
         ) from None
 
 

@@ -80,7 +80,7 @@ def test_a_companion_holding_other_iterations_than_recorded_is_refused(tmp_path)
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"iterations": [100, 300]}, r"field \(top level\): Value error, queries.iterations: expected iterations of "
+        ({"iterations": [100, 300]}, r"field \(top level\): queries.iterations: expected iterations of "
                                      r"evaluations, found \[300\]"),
         ({"file": "../elsewhere.queries.npz"}, r"field queries.file: String should match pattern"),
         ({"sha256": "abc"}, r"field queries.sha256: String should match pattern"),

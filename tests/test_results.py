@@ -156,10 +156,10 @@ def test_a_linear_file_round_trips_with_its_per_split_accuracies(tmp_path):
     [
         (lambda p: p.update(kind="svm"), "field kind: expected 'deep' or 'linear' (absent: 'deep'), found 'svm'"),
         (lambda p: p["protocol"].update(k_rule="best"),
-         "field protocol.k_rule: Input should be 'test' or 'cv' (found 'best')"),
+         "field protocol.k_rule: Input should be 'test' or 'cv'; found 'best'"),
         (lambda p: p["protocol"].pop("grid_every"), "field protocol.grid_every: Field required"),
         (lambda p: p["protocol"].update(grid_every=0),
-         "field protocol.grid_every: Input should be greater than or equal to 1 (found 0)"),
+         "field protocol.grid_every: Input should be greater than or equal to 1; found 0"),
         (lambda p: p["splits"][0].update(accuracy=0.96),
          "summary.accuracy: expected the mean of the splits' accuracies 66.32"),
         (lambda p: p["protocol"].update(splits=30), "splits: expected 30 (protocol.splits), found 3"),
