@@ -25,7 +25,7 @@ from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_folders
 from dml_core.data.decode_check import check_images_decode
 from dml_core.data.download import download, md5_of
-from dml_core.data.index import IndexRow, index_path, write_index
+from dml_core.data.index import IndexRow, index_path, read_index, write_index
 from dml_core.data.registry import DatasetSpec, KnownFile, get_spec
 from dml_core.data.sources.locate import find_files
 from dml_core.data.verify import verify_rows
@@ -194,7 +194,16 @@ def prepare(
 
 
 def ensure_generated(dataset: str, root: Path) -> None:
-    """Generate a generated dataset (the embedded glyphs: no download) under ``root`` unless it is there already;
-    a run calls it before reading its splits. Any other dataset is left to ``dml prepare``."""
-    if get_spec(dataset).generated and not index_path(Path(root) / dataset).is_file():
+    """Generate a generated dataset (the embedded glyphs: no download) under ``root`` unless it is there already,
+    as this version lays it out (an index written by an older version, e.g. another split, is written again; the
+    images are kept); a run calls it before reading its splits. Any other dataset is left to ``dml prepare``."""
+    spec = get_spec(dataset)
+    if not spec.generated:
+        return
+    dataset_dir = Path(root) / dataset
+    try:
+        current = read_index(dataset_dir) == spec.read_layout(dataset_dir)
+    except InputError:  # no index yet, or a damaged one: generated data is simply written again
+        current = False
+    if not current:
         prepare(dataset, Path(root), progress=False)

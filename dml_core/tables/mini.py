@@ -25,7 +25,8 @@ LEARNING_GAIN = 15.0
 BANNER = (
     "> **Mini tier: a small-scale check that each recipe learns, NOT a reproduction of the paper.** Every run "
     "trains from random weights on the generated `embedded_mini` glyphs (47 training and 47 other test "
-    "classes), with small images, a narrowed backbone of the recipe's family and a few hundred iterations, on "
+    "classes: even code points train, odd ones test), with small images, a narrowed backbone of the recipe's "
+    "family and a few hundred iterations, on "
     "the CPU; everything else (loss, sampler, parameter groups and their multipliers, BN freezing, warm-up, "
     "schedule shape, head) is the recipe's. Numbers are R@1 and NMI (%) on the test classes before the first "
     "update and after the last, mean ± std over seeds. The paper's numbers are not comparable with these, and an "

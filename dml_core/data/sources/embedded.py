@@ -2,16 +2,19 @@
 
 Each class is one printable ASCII character (label = its code point, 33-126: 94 classes); each image renders
 it in one of the text fonts matplotlib ships, with a random affine jitter (rotation, shear, scale, shift),
-random foreground/background colours and pixel noise. Train: code points 33-79 (47 classes); test: 80-126
-(47 classes), so the split is class-disjoint like the real benchmarks. Bytes are a pure function of the
-seed.
+random foreground/background colours and pixel noise. 47 training and 47 test classes, class-disjoint like the
+real benchmarks. Bytes are a pure function of the seed.
 
 Two sets (``GLYPH_SETS``), each its own dataset:
 
-- ``embedded`` (smoke tier): 24 images per class, mild jitter; small so that smoke runs stay seconds.
+- ``embedded`` (smoke tier): 24 images per class, mild jitter; small so that smoke runs stay seconds. Train:
+  code points 33-79 (symbols, digits, A-O); test: 80-126 (P-Z, lower case, symbols).
 - ``embedded_mini`` (mini tier): 80 images per class and more variation (glyph sizes and positions, strokes
   thickened, blur, stray line segments, noise levels), so that retrieval is learnable from random
-  weights in a few hundred iterations but far from solved.
+  weights in a few hundred iterations but far from solved. Its split interleaves the code points (even ones
+  train, odd ones test), so that both halves hold digits, capitals, lower case and symbols, as both halves of
+  CUB-200-2011 hold birds: a few hundred iterations on symbols and capitals alone taught little that carries to
+  lower case (a triplet run gained 12.6 R@1 points with the block split, 18.9 with this one).
 """
 
 from __future__ import annotations
@@ -98,7 +101,20 @@ def class_codes() -> list[int]:
 
 
 def split_of(code: int) -> str:
+    """The smoke set's split: the first 47 code points train, the last 47 test."""
     return "train" if code <= LAST_TRAIN_CODE else "test"
+
+
+def interleaved_split_of(code: int) -> str:
+    """The mini set's split: even code points train, odd ones test (47 classes each).
+
+    >>> [interleaved_split_of(code) for code in (33, 34, 126)]
+    ['test', 'train', 'train']
+    """
+    return "train" if code % 2 == 0 else "test"
+
+
+SPLITS = {"block": split_of, "interleaved": interleaved_split_of}
 
 
 def relative_image_path(code: int, instance: int) -> str:
@@ -190,16 +206,20 @@ class GlyphSet:
     images_per_class: int
     style: GlyphStyle = GlyphStyle()
     seed: int = SEED
+    split: str = "block"  # a key of SPLITS
+
+    def split_of(self, code: int) -> str:
+        return SPLITS[self.split](code)
 
     def split_counts(self, split: str) -> tuple[int, int]:
         """(images, classes) of ``split``."""
-        classes = sum(1 for code in class_codes() if split_of(code) == split)
+        classes = sum(1 for code in class_codes() if self.split_of(code) == split)
         return classes * self.images_per_class, classes
 
     def read_layout(self, dataset_dir: Path) -> list[IndexRow]:
         """The index rows (a function of the constants above; nothing is read or generated)."""
         return [
-            IndexRow(relative_image_path(code, instance), code, split_of(code))
+            IndexRow(relative_image_path(code, instance), code, self.split_of(code))
             for code in class_codes()
             for instance in range(self.images_per_class)
         ]
@@ -209,16 +229,20 @@ class GlyphSet:
         rows = self.read_layout(dataset_dir)
         if all((Path(dataset_dir) / row.path).is_file() for row in rows):
             return rows
-        return generate(dataset_dir, self.seed, self.images_per_class, self.style)
+        return generate(dataset_dir, self.seed, self.images_per_class, self.style, self.split)
 
 
 SMOKE_SET = GlyphSet(DATASET, IMAGES_PER_CLASS)
-MINI_SET = GlyphSet("embedded_mini", 80, MINI_STYLE)
+MINI_SET = GlyphSet("embedded_mini", 80, MINI_STYLE, split="interleaved")
 GLYPH_SETS = {glyphs.name: glyphs for glyphs in (SMOKE_SET, MINI_SET)}
 
 
 def generate(
-    dataset_dir: Path, seed: int = SEED, images_per_class: int = IMAGES_PER_CLASS, style: GlyphStyle = GlyphStyle()
+    dataset_dir: Path,
+    seed: int = SEED,
+    images_per_class: int = IMAGES_PER_CLASS,
+    style: GlyphStyle = GlyphStyle(),
+    split: str = "block",
 ) -> list[IndexRow]:
     """Write every image under ``dataset_dir/glyphs`` (built in a temporary folder, then moved into place)."""
     dataset_dir = Path(dataset_dir)
@@ -233,7 +257,7 @@ def generate(
                 target = staging / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 render_glyph(code, instance, seed, style=style).save(target, format="PNG")
-                rows.append(IndexRow(relative, code, split_of(code)))
+                rows.append(IndexRow(relative, code, SPLITS[split](code)))
         final = dataset_dir / IMAGE_FOLDER
         if final.exists():
             shutil.rmtree(final)
