@@ -112,6 +112,13 @@ class ScheduleSettings(StrictModel):
         return self
 
 
+def _with_one_length(settings: Any) -> Any:
+    """A run's length is counted one way: ``settings`` (training or mini) sets iterations or epochs, not both."""
+    if (settings.iterations is None) == (settings.epochs is None):
+        raise ValueError("give exactly one of iterations or epochs")
+    return settings
+
+
 class TrainingSettings(StrictModel):
     iterations: PositiveInt | None = None
     epochs: PositiveInt | None = None
@@ -129,9 +136,7 @@ class TrainingSettings(StrictModel):
 
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:
-        if (self.iterations is None) == (self.epochs is None):
-            raise ValueError("give exactly one of iterations or epochs")
-        return self
+        return _with_one_length(self)
 
 
 class EvaluationSettings(StrictModel):
@@ -186,9 +191,7 @@ class MiniSettings(StrictModel):
 
     @model_validator(mode="after")
     def _one_length(self) -> MiniSettings:
-        if (self.iterations is None) == (self.epochs is None):
-            raise ValueError("give exactly one of iterations or epochs")
-        return self
+        return _with_one_length(self)
 
 
 class Recipe(StrictModel):
