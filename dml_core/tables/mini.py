@@ -84,6 +84,12 @@ class Ordering:
         return self.difference > 0
 
     @property
+    def runs_that_did_not_learn(self) -> list[str]:
+        """The compared runs whose gain is under the bar: an ordering against a run that did not learn checks
+        nothing about the methods."""
+        return [row.run_name for row in (self.proposed, self.baseline) if not row.learns]
+
+    @property
     def within_spread(self) -> bool:
         """The difference is smaller than the larger of the two runs' std over seeds."""
         spreads = [_std(self.proposed.trained_r1), _std(self.baseline.trained_r1)]
@@ -222,6 +228,9 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
                 verdict = "holds" if ordering.holds else "does not hold"
                 if ordering.within_spread:
                     verdict += " (within the seeds' spread)"
+                if ordering.runs_that_did_not_learn:
+                    names = " and ".join(ordering.runs_that_did_not_learn)
+                    verdict += f"; not a fair check: {names} gained under {LEARNING_GAIN:g}"
                 lines.append(
                     f"| {ordering.proposed.run_name} > {ordering.baseline.run_name} "
                     f"| {mean_std(ordering.proposed.trained_r1)} | {mean_std(ordering.baseline.trained_r1)} "

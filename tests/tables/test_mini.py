@@ -91,6 +91,15 @@ def test_a_run_below_the_learning_gain_is_flagged(tmp_path, recipes_dir):
     assert "No ordering yet: it needs mini results of the proposed run and of a baseline." in text
 
 
+def test_an_ordering_against_a_run_that_did_not_learn_is_not_called_a_fair_check(tmp_path, recipes_dir):
+    for seed in range(2):
+        _write(tmp_path / "results", _mini_payload("ours-cub200", seed, 3.0, 25.0))
+        _write(tmp_path / "results", _mini_payload("lifted-cub200", seed, 3.0, 2.0))  # a loss at a trivial point
+    text = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir).markdown_path.read_text()
+    verdict = "| +23.0 | holds; not a fair check: lifted-cub200 gained under 15 |"
+    assert verdict in text
+
+
 def test_no_results_yet_says_how_to_get_them(tmp_path, recipes_dir):
     text = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir).markdown_path.read_text()
     assert f"No mini results yet: `dml reproduce {PAPER_KEY} --mini` trains them." in text
