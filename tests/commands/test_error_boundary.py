@@ -134,12 +134,24 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, data_root):
     env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     command = [sys.executable, "-m", "dml_core.cli", *map(str, _train(tmp_path, data_root, recipe)), "--out",
                str(tmp_path / "run")]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not (tmp_path / "run" / "checkpoint.pt").exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    # A user's Ctrl-C reaches a foreground process. Started from a background job (`nox -s tests &` in a script),
+    # this test would hand the child SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the child
+    # must get the default disposition back, as a terminal's foreground job has it.
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        checkpoint = tmp_path / "run" / "checkpoint.pt"
+        while not checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:  # a failed check must not leave the run training (and checkpointing) behind the rest of the suite
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == INTERRUPTED, err
     assert err.startswith("error: interrupted; nothing after the last checkpoint is kept") and "Traceback" not in err
     assert err.count("\n") == 1
