@@ -77,6 +77,18 @@ def _version(package: str) -> str | None:
         return None
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` knows, else "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def environment() -> dict:
     cuda = torch.cuda.is_available()
     return {
@@ -90,4 +102,8 @@ def environment() -> dict:
         "cuda": torch.version.cuda if cuda else None,
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
         "cpu_threads": torch.get_num_threads(),
+        # CPU float results differ between kernel sets (AVX2, AVX-512): with the model, they say which machine
+        # a CPU number is comparable with (a tiny run's gain moved from 7.9 to 3.6 between two machines)
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
