@@ -2,7 +2,7 @@
 
 One tiny run per paper: the proposed run of ``reproduce/<key>/mini.yaml`` in its mini version (the recipe's loss,
 sampler, parameter groups and their multipliers, BN freezing, warm-up, schedule shape, head), shrunk further to
-about a hundred iterations of a 1/8-width backbone on the small embedded glyph set. Its R@1 after training must
+100-200 iterations of a 1/8-width backbone on the small embedded glyph set. Its R@1 after training must
 beat its R@1 before the first update by ``MARGIN[key]`` points. The same check must fail when the wiring is broken the
 ways a loss-level test cannot see: the embedding detached on its way to the loss (the model gets no gradient;
 backward still runs), or the trunk's learning rate set to 0 (only the head and the loss's own parameters train).
@@ -11,7 +11,8 @@ R@1 is measured on the images of the training classes: in a hundred iterations f
 learns its training classes well before anything carries to unseen ones (on the test classes the real gains were
 within a few points of the mutations'); whether it generalises is the mini tier's question
 (``dml reproduce KEY --mini``, tables/mini). CPU runs are seeded and deterministic, so each number is the same on
-every run of the test on one platform; the gains measured for this suite are in ``MEASURED_GAINS``.
+every run of the test on one machine, though not across CPUs; the gains measured for this suite, per machine, are in
+``MEASURED_GAINS``.
 """
 
 from __future__ import annotations
@@ -32,26 +33,34 @@ from dml_core.results import load_results
 from dml_core.training import builders, setup, trainer
 from dml_core.training import train as train_run
 
-SLOW = pytest.mark.slow  # fifteen tiny runs of 30-70 s each on one thread
+SLOW = pytest.mark.slow  # fifteen tiny runs of 30-90 s each on one thread
 
 # How far each paper's tiny run goes: iterations, or epochs of the small set for a recipe counted in epochs.
-TINY_LENGTH = {"damlrrm": {"iterations": 100}, "anml": {"iterations": 100}, "gpw": {"epochs": 7},
-               "drml": {"iterations": 100}, "cgml": {"iterations": 100}}  # fmt: skip
+TINY_LENGTH = {"damlrrm": {"iterations": 100}, "anml": {"iterations": 200}, "gpw": {"epochs": 7},
+               "drml": {"iterations": 100}, "cgml": {"iterations": 200}}  # fmt: skip
 TINY_WIDTH = 0.125  # the narrowest backbone learns fastest here (cgml: +7.9 at 1/8 width, +4.9 at 1/4)
-# Gains in R@1 points (training classes) measured on this suite's CPU with one thread, as the tests run:
-# (real run, embedding detached, trunk rate 0). A mutated run still moves a little: BN statistics and weight
-# decay change the network without any gradient from the loss (anml's Adam decay most).
+# Gains in R@1 points (training classes) measured with one thread, as the tests run: (real run, embedding
+# detached, trunk rate 0) per machine. A mutated run still moves a little: BN statistics and weight decay change
+# the network without any gradient from the loss (anml's Adam decay most). A run is deterministic on one machine
+# but not across CPUs: their float kernels differ (AVX2, AVX-512), and a tiny run from random weights amplifies
+# that (cgml's 100-iteration gain was 7.9 on one machine, 3.6 on another; anml's real gain there, 1.7, was under
+# its detached run's 1.3 here). So anml and cgml run 200 iterations, and each margin must lie between the smallest
+# real gain and the largest mutated one over every machine measured. Lengths changed since a machine's
+# measurement are not listed for it.
+EPYC_AVX2 = "AMD EPYC, AVX2 (2026-11-25)"
+EARLIER = "the machine of 2026-11-23 (another CPU of this workplace)"
 MEASURED_GAINS = {
-    "cgml": (7.9, -0.7, 0.3),
-    "damlrrm": (6.3, 0.4, 0.0),
-    "gpw": (5.2, 0.0, -0.4),
-    "drml": (2.7, 0.0, 0.0),
-    "anml": (1.7, 0.8, -0.1),
+    "cgml": {EPYC_AVX2: (10.3, -1.2, -0.4)},
+    "damlrrm": {EPYC_AVX2: (4.3, 0.4, 0.0), EARLIER: (6.3, 0.4, 0.0)},
+    "gpw": {EPYC_AVX2: (4.2, 0.0, -0.4), EARLIER: (5.2, 0.0, -0.4)},
+    "drml": {EPYC_AVX2: (1.4, 0.0, 0.1), EARLIER: (2.7, 0.0, 0.0)},
+    "anml": {EPYC_AVX2: (4.2, -0.5, -0.3)},
 }
-# The gain each paper's tiny run must reach: about halfway between its real gain and its mutations' largest, so
-# that a small platform difference moves neither across it. anml's DANML learns slowest here, so its margin is
-# the thinnest (0.5 points each side).
-MARGIN = {"cgml": 4.0, "damlrrm": 3.0, "gpw": 2.5, "drml": 1.3, "anml": 1.2}
+# The gain each paper's tiny run must reach: about halfway between its smallest real gain and its mutations'
+# largest, so that another machine's small difference moves neither across it. drml's proposed run learns
+# slowest at this scale (its branch routing stalls: papers/drml/method.md, section 5; 200 iterations gave +1.5, no
+# better), so its margin is the thinnest (0.6-0.7 points each side).
+MARGIN = {"cgml": 4.0, "damlrrm": 2.5, "gpw": 2.5, "drml": 0.7, "anml": 2.0}
 
 
 @pytest.fixture(autouse=True)
@@ -159,5 +168,7 @@ def test_the_learning_check_fails_when_the_wiring_is_broken(key, mutation, tmp_p
 
 @pytest.mark.parametrize("key", PAPERS)
 def test_each_margin_lies_between_the_measured_real_and_mutated_gains(key):
-    real, *mutated = MEASURED_GAINS[key]
-    assert max(mutated) < MARGIN[key] <= real
+    machines = MEASURED_GAINS[key].values()
+    smallest_real = min(real for real, *_ in machines)
+    largest_mutated = max(max(mutated) for _, *mutated in machines)
+    assert largest_mutated < MARGIN[key] <= smallest_real
