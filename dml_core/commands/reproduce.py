@@ -42,6 +42,12 @@ def add_parser(subparsers) -> None:
         "glyphs (seeds 0-2 unless --seeds); about 15 minutes a paper",
     )
     parser.add_argument(
+        "--workers",
+        type=positive_int,
+        help="with --mini: train this many runs side by side, each in its own process on one CPU thread (default: "
+        "one per CPU core, 1 when the runs go to a GPU); the numbers do not depend on it",
+    )
+    parser.add_argument(
         "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
     )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
@@ -134,6 +140,13 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_workers_flag(args: argparse.Namespace) -> None:
+    if args.workers is not None and not args.mini:
+        raise InputError(f"--workers {args.workers}: only with --mini (the CPU tier whose runs train side by side)")
+    if args.workers is not None and args.launcher != "inline":
+        raise InputError(f"--workers: only with --launcher inline (found --launcher {args.launcher})")
+
+
 def _check_launcher_flags(args: argparse.Namespace) -> None:
     """Refuse job flags the chosen launcher would silently ignore, and --rerun with jobs (a job is not submitted
     for a run whose results file exists)."""
@@ -156,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from dml_core.runner.inline import PaperRun, reproduce
 
     _check_launcher_flags(args)
+    _check_workers_flag(args)
     paper = PaperRun(
         args.paper,
         recipes_dir=args.recipes,
@@ -164,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         tables_root=args.tables or tables_root(),
         smoke=args.smoke,
         mini=args.mini,
+        workers=args.workers,
         seeds=args.seeds,
         only=args.only,
         data_root=args.data_root,

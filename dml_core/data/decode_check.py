@@ -8,7 +8,6 @@ the file named does not depend on the number of threads.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from PIL import Image
 from tqdm import tqdm
 
+from dml_core.cpu_cores import available_cores
 from dml_core.data.images import DECODE_ERRORS, undecodable_message
 from dml_core.errors import InputError
 
@@ -32,10 +32,6 @@ def _first_problem(paths: Sequence[Path]) -> str | None:
     return None
 
 
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def check_images_decode(
     paths: Sequence[Path], *, progress: bool = True, desc: str = "decode", workers: int | None = None
 ) -> None:
@@ -43,7 +39,7 @@ def check_images_decode(
     that PIL cannot decode, with PIL's reason."""
     chunks = [paths[start : start + CHUNK] for start in range(0, len(paths), CHUNK)]
     with (
-        ThreadPoolExecutor(max_workers=workers or default_workers()) as pool,
+        ThreadPoolExecutor(max_workers=workers or available_cores()) as pool,
         tqdm(total=len(paths), desc=desc, unit="img", disable=not progress) as bar,
     ):
         try:

@@ -17,11 +17,17 @@ same results folder (``dml_core.runner.linear``); their smoke versions take seco
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextlib import closing
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
 from dml_core.eta import RunClock
 from dml_core.output_paths import data_root as resolve_data_root
@@ -30,8 +36,10 @@ from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
+from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.tables.mini import MiniPage, build_mini_page
+from dml_core.tables.timing import readable_duration
 from dml_core.training import NonFiniteError, train
 from dml_core.training.distributed import Process
 
@@ -70,6 +78,7 @@ class PaperRun:
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
     mini: bool = False  # the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
+    workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
 
     def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -154,27 +163,58 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing.
+    The mini tier's runs train side by side in worker processes of one CPU thread each (``side_by_side``;
+    ``paper.workers`` of them, by default one per core on the CPU), so their numbers do not depend on the core count.
     ``dml_core.runner.jobs.launch_paper`` is the same with each run submitted as a job. Under torchrun every
     process runs this and trains each run together with the others; only rank 0 logs, runs the (CPU) linear
     plans and builds the tables.
     """
-    main_process = Process.from_environment().is_main
-    if not main_process:
+    process = Process.from_environment()
+    if not process.is_main:
         log = _quiet
     plans, linear_runs, tolerances = paper.preflight()
     report = ReproduceReport()
     to_train = [paper.rerun or not is_finished(plan) for plan in plans]
+    numbered = list(enumerate(plans, start=1))  # (position in the plan, run)
+    if paper.mini and not process.active:
+        _train_side_by_side(paper, numbered, to_train, report, log)
+    else:
+        _train_one_after_another(paper, numbered, to_train, report, log)
+    if process.is_main:
+        trained, skipped = reproduce_linear(
+            linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log, rerun=paper.rerun
+        )
+        report.trained += trained
+        report.skipped += skipped
+        report.tables = paper.build_tables(tolerances, log)
+    return report
+
+
+def _training_line(paper: PaperRun, plan: PlannedRun) -> str:
+    again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
+    tier = " (smoke)" if plan.smoke else " (mini)" if plan.mini else ""
+    return f"training{again}{tier} in {plan.run_dir}"
+
+
+def _skipped(plan: PlannedRun, prefix: str, report: ReproduceReport, log: Callable) -> None:
+    log(f"{prefix}: finished earlier ({plan.results_path}), skipped")
+    report.skipped.append(plan.name)
+
+
+def _train_one_after_another(
+    paper: PaperRun,
+    numbered: list[tuple[int, PlannedRun]],
+    to_train: list[bool],
+    report: ReproduceReport,
+    log: Callable,
+) -> None:
     clock = RunClock()
-    for number, (plan, train_it) in enumerate(zip(plans, to_train, strict=True), start=1):
-        prefix = f"[{number}/{len(plans)}] {plan.name}"
+    for (number, plan), train_it in zip(numbered, to_train, strict=True):
+        prefix = f"[{number}/{len(numbered)}] {plan.name}"
         if not train_it:
-            log(f"{prefix}: finished earlier ({plan.results_path}), skipped")
-            report.skipped.append(plan.name)
+            _skipped(plan, prefix, report, log)
             continue
-        again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
-        eta = clock.eta(sum(to_train[number - 1 :]))  # this run and the ones after it
-        tier = " (smoke)" if plan.smoke else " (mini)" if plan.mini else ""
-        log(f"{prefix}: training{again}{tier} in {plan.run_dir}{eta}")
+        log(f"{prefix}: {_training_line(paper, plan)}{clock.eta(sum(to_train[number - 1 :]))}")
         clock.start()
         try:
             paper.train(plan)
@@ -185,14 +225,67 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
         finally:
             clock.stop()
         report.trained.append(plan.name)
-    if main_process:
-        trained, skipped = reproduce_linear(
-            linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log, rerun=paper.rerun
-        )
-        report.trained += trained
-        report.skipped += skipped
-        report.tables = paper.build_tables(tolerances, log)
-    return report
+
+
+def _train_side_by_side(
+    paper: PaperRun,
+    numbered: list[tuple[int, PlannedRun]],
+    to_train: list[bool],
+    report: ReproduceReport,
+    log: Callable,
+) -> None:
+    """Every run in worker processes of one CPU thread each. The log names the runs, then each as it ends (an
+    exception other than a non-finite loss stops the others and is raised here)."""
+    total = len(numbered)
+    for (number, plan), train_it in zip(numbered, to_train, strict=True):
+        if not train_it:
+            _skipped(plan, f"[{number}/{total}] {plan.name}", report, log)
+    numbered = [item for item, train_it in zip(numbered, to_train, strict=True) if train_it]
+    if not numbered:
+        return
+    workers = min(paper.workers or default_mini_workers(paper.device), len(numbered))
+    log(f"{paper.key}: {len(numbered)} runs side by side in {workers} worker process(es), one CPU thread each")
+    for number, plan in numbered:
+        log(f"[{number}/{total}] {plan.name}: {_training_line(paper, plan)}")
+    quiet = replace(paper, progress=False)  # bars of several workers would interleave
+    started, ended = time.perf_counter(), 0
+    number_of = {plan.name: number for number, plan in numbered}
+    with closing(run_side_by_side(quiet.train, [plan for _, plan in numbered], workers)) as outcomes:
+        for plan, outcome in outcomes:
+            ended, number = ended + 1, number_of[plan.name]
+            prefix = f"[{number}/{total}] {plan.name}"
+            if isinstance(outcome, NonFiniteError):
+                log(f"{prefix}: FAILED: {outcome}")
+                report.failed[plan.name] = str(outcome)
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            elapsed = time.perf_counter() - started
+            eta = side_by_side_eta(elapsed, ended, len(numbered), workers)
+            log(f"{prefix}: trained ({readable_duration(elapsed)} since the start){eta}")
+            report.trained.append(plan.name)
+
+
+def side_by_side_eta(elapsed: float, ended: int, runs: int, workers: int) -> str:
+    """The time left when ``ended`` of ``runs`` have ended after ``elapsed`` seconds, ``workers`` at a time: the
+    rounds of runs left at the pace of a round so far.
+
+    >>> side_by_side_eta(240.0, 1, 6, 2), side_by_side_eta(250.0, 2, 6, 2), side_by_side_eta(500.0, 6, 6, 2)
+    (' (ETA 12 min: 5 runs left)', ' (ETA 8 min: 4 runs left)', '')
+    """
+    left = runs - ended
+    if left <= 0:
+        return ""
+    per_round = elapsed / math.ceil(ended / workers)
+    return (
+        f" (ETA {readable_duration(per_round * math.ceil(left / workers))}: {left} run{'s' if left > 1 else ''} left)"
+    )
+
+
+def default_mini_workers(device: str | None) -> int:
+    """One worker per core where the mini runs train on the CPU; one where they go to a GPU."""
+    on_cpu = torch.device(device).type == "cpu" if device else not torch.cuda.is_available()
+    return available_cores() if on_cpu else 1
 
 
 def _quiet(message: str) -> None:
