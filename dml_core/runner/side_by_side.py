@@ -14,8 +14,10 @@ an interrupted run resumes).
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from typing import TypeVar
 
 import torch
@@ -23,23 +25,46 @@ import torch
 Job = TypeVar("Job")
 
 
+# Every thread pool a run may use, read when its library loads: OpenMP (torch, faiss), numpy's BLAS, numba.
+ONE_THREAD_ENVIRONMENT = {
+    name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
+
+
 def _one_thread() -> None:
     torch.set_num_threads(1)
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while workers start (a spawned worker copies it), then as before."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_side_by_side(
     work: Callable[[Job], object], jobs: Sequence[Job], workers: int
 ) -> Iterator[tuple[Job, object | BaseException]]:
-    """Run ``work(job)`` for every job in ``workers`` spawned processes of one torch thread each; yield
-    ``(job, result)`` as each ends, its exception in place of the result where it raised. ``work`` and the jobs
-    must pickle. Leaving the loop early (an error, Ctrl-C) cancels the jobs not started and stops the workers."""
+    """Run ``work(job)`` for every job in ``workers`` spawned processes of one thread each (torch, OpenMP, BLAS,
+    numba: ``ONE_THREAD_ENVIRONMENT``); yield ``(job, result)`` as each ends, its exception in place of the result
+    where it raised. ``work`` and the jobs must pickle. Leaving the loop early (an error, Ctrl-C) cancels the jobs
+    not started and stops the workers."""
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, found {workers}")
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)) or 1, mp_context=context, initializer=_one_thread)
     finished = False
     try:
-        pending: dict[Future, Job] = {pool.submit(work, job): job for job in jobs}
+        with _environment(ONE_THREAD_ENVIRONMENT):  # the pool starts its workers as jobs are submitted
+            pending: dict[Future, Job] = {pool.submit(work, job): job for job in jobs}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:

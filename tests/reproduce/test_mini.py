@@ -13,7 +13,7 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import PAPERS, load_catalog, load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_runs
 from dml_core.results import load_results
-from dml_core.runner.inline import PaperRun, reproduce
+from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import MINI_SEEDS, plan_runs
 from dml_core.runner.preflight import recipe_problems
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
@@ -107,6 +107,20 @@ def test_a_mini_reproduction_trains_evaluates_before_and_after_and_writes_its_pa
     assert not (tmp_path / "runs" / "mini" / PAPER_KEY / "ours-cub200-seed1" / "checkpoint.pt").exists()
     assert main(args) == 0
     assert "0 trained, 4 skipped" in capsys.readouterr().out
+    # Each run trains in its own process on one CPU thread, so one at a time gives the same numbers as side by side.
+    side_by_side = _metrics(tmp_path / "results" / "mini" / PAPER_KEY, "ours-cub200")
+    assert main([*args, "--rerun", "--workers", "1", "--only", "ours-cub200"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs side by side in 1 worker process(es), one CPU thread each" in out and "2 trained, 0 skipped" in out
+    assert _metrics(tmp_path / "results" / "mini" / PAPER_KEY, "ours-cub200") == side_by_side
+    assert {load_results(p).environment["cpu_threads"] for p in (tmp_path / "results").rglob("*.json")} == {1}
+
+
+def _metrics(results_dir: Path, run_id: str) -> dict[str, list]:
+    return {
+        path.name: [(e.iteration, e.metrics) for e in load_results(path).evaluations]
+        for path in sorted(results_dir.glob(f"{run_id}-seed*.json"))
+    }
 
 
 def _metrics(results_dir: Path) -> dict[str, list]:
@@ -114,25 +128,6 @@ def _metrics(results_dir: Path) -> dict[str, list]:
         path.name: [(e.iteration, e.metrics) for e in load_results(path).evaluations]
         for path in sorted(results_dir.glob("*.json"))
     }
-
-
-@pytest.mark.slow
-def test_mini_runs_give_the_same_numbers_one_at_a_time_and_side_by_side(tmp_path):
-    """Each run trains in its own process on one CPU thread, so how many train at once does not change a digit."""
-    numbers = {}
-    for workers in (1, 2):
-        folder = tmp_path / f"workers{workers}"
-        folder.mkdir()
-        report = reproduce(_paper(folder, seeds=[0, 1], only=["ours-cub200"], workers=workers, progress=False), _quiet)
-        assert sorted(report.trained) == ["ours-cub200 seed 0", "ours-cub200 seed 1"] and not report.failed
-        numbers[workers] = _metrics(folder / "results" / "mini" / PAPER_KEY)
-        cpu_threads = {load_results(p).environment["cpu_threads"] for p in (folder / "results").rglob("*.json")}
-        assert cpu_threads == {1}
-    assert numbers[1] == numbers[2] and len(numbers[1]) == 2
-
-
-def _quiet(message: str) -> None:
-    pass
 
 
 def test_workers_is_a_mini_tier_option(tmp_path, capsys):

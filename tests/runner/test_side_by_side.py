@@ -9,11 +9,16 @@ import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.runner.side_by_side import run_side_by_side
+from dml_core.runner.side_by_side import ONE_THREAD_ENVIRONMENT, run_side_by_side
 
 
-def _where(job: int) -> tuple[int, int, int]:
-    return job * 10, torch.get_num_threads(), os.getpid()
+def _where(job: int) -> tuple[int, int, int, dict]:
+    return (
+        job * 10,
+        torch.get_num_threads(),
+        os.getpid(),
+        {name: os.environ.get(name) for name in ONE_THREAD_ENVIRONMENT},
+    )
 
 
 def _fails_on_two(job: int) -> int:
@@ -27,12 +32,18 @@ def _sleeps(seconds: int) -> int:
     return seconds
 
 
-def test_each_job_runs_in_a_worker_of_one_thread_and_its_result_comes_back():
+def test_each_job_runs_in_a_worker_of_one_thread_and_its_result_comes_back(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     outcomes = dict(run_side_by_side(_where, [1, 2, 3], workers=2))
     assert {job: result[0] for job, result in outcomes.items()} == {1: 10, 2: 20, 3: 30}
     assert {result[1] for result in outcomes.values()} == {1}
     pids = {result[2] for result in outcomes.values()}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    assert all(result[3] == ONE_THREAD_ENVIRONMENT for result in outcomes.values())  # BLAS and OpenMP too
+    assert (
+        os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
+    )  # this process's, as before
 
 
 def test_an_exception_comes_back_in_place_of_its_result():
