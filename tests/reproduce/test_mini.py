@@ -123,13 +123,6 @@ def _metrics(results_dir: Path, run_id: str) -> dict[str, list]:
     }
 
 
-def _metrics(results_dir: Path) -> dict[str, list]:
-    return {
-        path.name: [(e.iteration, e.metrics) for e in load_results(path).evaluations]
-        for path in sorted(results_dir.glob("*.json"))
-    }
-
-
 def test_workers_is_a_mini_tier_option(tmp_path, capsys):
     assert main(["reproduce", PAPER_KEY, "--workers", "2", "--recipes", str(tmp_path)]) == 2
     assert "--workers 2: only with --mini" in capsys.readouterr().err
