@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,22 @@ def eta_text(seconds_per_run: Sequence[float], runs_left: int) -> str:
     mean = sum(seconds_per_run) / len(seconds_per_run)
     runs = f"{runs_left} run{'' if runs_left == 1 else 's'}"
     return f"ETA {readable_duration(mean * runs_left)}: {runs} left at {readable_duration(mean)} each so far"
+
+
+def side_by_side_eta(elapsed: float, ended: int, runs: int, workers: int) -> str:
+    """The time left when ``ended`` of ``runs`` have ended after ``elapsed`` seconds, ``workers`` at a time: the
+    rounds of runs left at the pace of a round so far.
+
+    >>> side_by_side_eta(240.0, 1, 6, 2), side_by_side_eta(250.0, 2, 6, 2), side_by_side_eta(500.0, 6, 6, 2)
+    (' (ETA 12 min: 5 runs left)', ' (ETA 8 min: 4 runs left)', '')
+    """
+    left = runs - ended
+    if left <= 0:
+        return ""
+    per_round = elapsed / math.ceil(ended / workers)
+    return (
+        f" (ETA {readable_duration(per_round * math.ceil(left / workers))}: {left} run{'s' if left > 1 else ''} left)"
+    )
 
 
 @dataclass

@@ -17,7 +17,6 @@ same results folder (``dml_core.runner.linear``); their smoke versions take seco
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -29,7 +28,7 @@ import torch
 
 from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
-from dml_core.eta import RunClock
+from dml_core.eta import RunClock, side_by_side_eta
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
@@ -264,22 +263,6 @@ def _train_side_by_side(
             eta = side_by_side_eta(elapsed, ended, len(numbered), workers)
             log(f"{prefix}: trained ({readable_duration(elapsed)} since the start){eta}")
             report.trained.append(plan.name)
-
-
-def side_by_side_eta(elapsed: float, ended: int, runs: int, workers: int) -> str:
-    """The time left when ``ended`` of ``runs`` have ended after ``elapsed`` seconds, ``workers`` at a time: the
-    rounds of runs left at the pace of a round so far.
-
-    >>> side_by_side_eta(240.0, 1, 6, 2), side_by_side_eta(250.0, 2, 6, 2), side_by_side_eta(500.0, 6, 6, 2)
-    (' (ETA 12 min: 5 runs left)', ' (ETA 8 min: 4 runs left)', '')
-    """
-    left = runs - ended
-    if left <= 0:
-        return ""
-    per_round = elapsed / math.ceil(ended / workers)
-    return (
-        f" (ETA {readable_duration(per_round * math.ceil(left / workers))}: {left} run{'s' if left > 1 else ''} left)"
-    )
 
 
 def default_mini_workers(device: str | None) -> int:

@@ -17,8 +17,8 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from typing import TypeVar
+from unittest import mock
 
 import torch
 
@@ -35,21 +35,6 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment while workers start (a spawned worker copies it), then as before."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def run_side_by_side(
     work: Callable[[Job], object], jobs: Sequence[Job], workers: int
 ) -> Iterator[tuple[Job, object | BaseException]]:
@@ -63,7 +48,9 @@ def run_side_by_side(
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)) or 1, mp_context=context, initializer=_one_thread)
     finished = False
     try:
-        with _environment(ONE_THREAD_ENVIRONMENT):  # the pool starts its workers as jobs are submitted
+        # In this process's environment while the pool starts its workers (as jobs are submitted; a spawned worker
+        # copies it), then as before.
+        with mock.patch.dict(os.environ, ONE_THREAD_ENVIRONMENT):
             pending: dict[Future, Job] = {pool.submit(work, job): job for job in jobs}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
