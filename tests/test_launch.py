@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+import submitit
+import threadpoolctl
+import torch
 from submitit.core.utils import DelayedSubmission
 
 import dml_core
@@ -255,3 +258,24 @@ def test_a_job_of_several_tasks_exports_the_torch_distributed_environment(tmp_pa
     assert {task["CUDA_VISIBLE_DEVICES"] for task in tasks} == {
         "0,1"
     }  # every GPU visible; LOCAL_RANK picks, as torchrun
+
+
+class _ReportThreads(PaperRun):
+    """A paper whose "training" returns the CPU threads it would train on: torch's and each BLAS / OpenMP pool's."""
+
+    def train(self, plan):
+        pools = sorted({pool["num_threads"] for pool in threadpoolctl.threadpool_info()})
+        return json.dumps({"torch": torch.get_num_threads(), "pools": pools})
+
+
+@pytest.mark.parametrize("mini", [True, False])
+def test_a_mini_job_trains_on_one_cpu_thread_as_the_pages_runs_do(tmp_path, mini):
+    before = torch.get_num_threads(), threadpoolctl.threadpool_info()
+    paper = _ReportThreads(PAPER_KEY, tmp_path, tmp_path, tmp_path, tmp_path, mini=mini)
+    # submitit's debug executor runs the job in this process, as a job environment
+    seen = json.loads(submitit.DebugExecutor(tmp_path / "jobs").submit(TrainJob(paper, plan=None)).result())
+    if mini:
+        assert seen == {"torch": 1, "pools": [1]}
+    else:  # a full-scale job keeps what the machine gives it
+        assert seen["torch"] == before[0]
+    assert (torch.get_num_threads(), threadpoolctl.threadpool_info()) == before  # the job leaves this process as it was

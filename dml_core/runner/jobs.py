@@ -24,6 +24,7 @@ every GPU of the node visible and LOCAL_RANK choosing one, as under torchrun. Lo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -41,6 +42,7 @@ from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.runner.inline import PaperRun, ReproduceReport
 from dml_core.runner.plan import PlannedRun, is_finished
+from dml_core.runner.side_by_side import one_cpu_thread
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")
@@ -201,7 +203,8 @@ def make_executor(launcher: str, folder: Path, resources: JobResources, job_name
 @dataclass(frozen=True)
 class TrainJob(submitit.helpers.Checkpointable):
     """One job: train ``plan`` of ``paper``. Checkpointable: on a time-out or preemption submitit resubmits this
-    same call, which continues from the run's last checkpoint (``PaperRun.train`` trains with ``resume=True``)."""
+    same call, which continues from the run's last checkpoint (``PaperRun.train`` trains with ``resume=True``).
+    A mini run trains on one CPU thread, as the inline runner's workers do, so that its numbers are the page's."""
 
     paper: PaperRun
     plan: PlannedRun
@@ -210,7 +213,8 @@ class TrainJob(submitit.helpers.Checkpointable):
         if submitit.JobEnvironment().num_tasks > 1:
             # torchrun's convention, which the trainer expects: all of the node's GPUs visible, LOCAL_RANK picks.
             submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
-        return str(self.paper.train(self.plan))
+        with one_cpu_thread() if self.paper.mini else contextlib.nullcontext():
+            return str(self.paper.train(self.plan))
 
 
 def job_error(error: Exception) -> str:
