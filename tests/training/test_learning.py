@@ -18,7 +18,9 @@ every run of the test on one machine, though not across CPUs; the gains measured
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -151,17 +153,26 @@ def gain_of(job: tuple[str, str, Path, Path]) -> float:
         return learning_gain(key, out_dir, data_root)
 
 
+def selected_runs(items: list[pytest.Item]) -> list[tuple[str, str]]:
+    """The (paper, REAL or mutation) tiny runs that the selected tests of this module read, in their order."""
+    wanted = [
+        (item.callspec.params["key"], item.callspec.params.get("mutation", REAL))
+        for item in items
+        if getattr(item, "module", None) is sys.modules[__name__] and "gains" in getattr(item, "fixturenames", ())
+    ]
+    return list(dict.fromkeys(wanted))
+
+
 @pytest.fixture(scope="module")
-def gains(tmp_path_factory) -> dict[tuple[str, str], float]:
-    """Every paper's tiny run, real and mutated, trained side by side in one-thread workers (the mini tier's runner:
-    the numbers are those of one run alone on one thread, and the fifteen runs share the cores). Selecting one of the
-    tests below still trains all fifteen: about 4.5 minutes on 2 cores."""
+def gains(request, tmp_path_factory) -> dict[tuple[str, str], float]:
+    """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate), trained side by side in
+    one-thread workers (the mini tier's runner: the numbers are those of one run alone on one thread, and the runs
+    share the cores): about 4.5 minutes on 2 cores for the fifteen."""
     data_root = tmp_path_factory.mktemp("data")
     ensure_generated("embedded", data_root)  # once, before the workers read it
     jobs = [
         (key, variant, tmp_path_factory.mktemp(f"{key}-run"), data_root)
-        for key in PAPERS
-        for variant in (REAL, *sorted(MUTATIONS))
+        for key, variant in selected_runs(request.session.items)
     ]
     outcomes = dict(run_side_by_side(gain_of, jobs, workers=available_cores()))
     failed = {job[:2]: outcome for job, outcome in outcomes.items() if isinstance(outcome, BaseException)}
@@ -191,3 +202,19 @@ def test_each_margin_lies_between_the_measured_real_and_mutated_gains(key):
     smallest_real = min(real for real, *_ in machines)
     largest_mutated = max(max(mutated) for _, *mutated in machines)
     assert largest_mutated < MARGIN[key] <= smallest_real
+
+
+def test_the_fixture_trains_only_the_runs_the_selected_tests_read():
+    def item(fixtures=("gains",), module=sys.modules[__name__], **params):
+        return SimpleNamespace(module=module, fixturenames=list(fixtures), callspec=SimpleNamespace(params=params))
+
+    trunk = "trunk learning rate 0"
+    items = [
+        item(key="gpw"),
+        item(key="gpw", mutation=trunk),
+        item(key="gpw"),  # the same run read twice trains once
+        item(key="cgml", module=sys.modules["dml_core"]),  # another module's test
+        item(fixtures=(), key="drml"),  # a test of this module that trains nothing
+        item(key="anml", mutation=trunk),
+    ]
+    assert selected_runs(items) == [("gpw", REAL), ("gpw", trunk), ("anml", trunk)]
