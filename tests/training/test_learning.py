@@ -175,9 +175,9 @@ def gains(request, tmp_path_factory) -> dict[tuple[str, str], float]:
         for key, variant in selected_runs(request.session.items)
     ]
     outcomes = dict(run_side_by_side(gain_of, jobs, workers=available_cores()))
-    failed = {job[:2]: outcome for job, outcome in outcomes.items() if isinstance(outcome, BaseException)}
-    if failed:
-        raise next(iter(failed.values()))
+    failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
+    if failure is not None:
+        raise failure
     return {job[:2]: gain for job, gain in outcomes.items()}
 
 
