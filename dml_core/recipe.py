@@ -172,7 +172,13 @@ class MiniSettings(StrictModel):
     warm-up and epoch schedule then scale with it). ``trunk_lr_scale`` multiplies the backbone's learning rate
     only: the recipe's rate fine-tunes pretrained weights over thousands of iterations, far too slow for a
     backbone that starts from random weights, like the new layers do; the new layers' and the loss's own rates
-    (heads, proxies) stay exactly the recipe's."""
+    (heads, proxies) stay exactly the recipe's.
+
+    ``start`` is where the backbone starts: ``random`` (the tier's pages), or ``glyph-pretrained``, the same narrowed
+    backbone first trained by softmax classification on glyph classes the mini set does not contain
+    (``dml_core.models.glyph_pretraining``; cached under the data root): a stand-in for the recipes' ImageNet
+    weights, for a diagnostic beside the pages (such a start usually wants ``trunk_lr_scale`` 1, the recipe's own
+    rates)."""
 
     iterations: PositiveInt | None = 300
     epochs: PositiveInt | None = None
@@ -181,6 +187,7 @@ class MiniSettings(StrictModel):
     sampler_params: dict[str, Any] = Field(default_factory=dict)
     backbone_width: Literal[1.0, 0.5, 0.25, 0.125] = 0.25
     trunk_lr_scale: PositiveFloat = 1.0
+    start: Literal["random", "glyph-pretrained"] = "random"
 
     @model_validator(mode="before")
     @classmethod
@@ -250,8 +257,12 @@ class Recipe(StrictModel):
         return _sha256(self.smoke.model_dump(mode="json"))
 
     def mini_hash(self) -> str:
-        """sha256 of the mini settings (how ``--mini`` shrinks this recipe)."""
-        return _sha256(self.mini.model_dump(mode="json"))
+        """sha256 of the mini settings (how ``--mini`` shrinks this recipe); ``start`` only where it is not
+        "random", so the hashes from before it existed still hold."""
+        settings = self.mini.model_dump(mode="json")
+        if settings["start"] == "random":
+            del settings["start"]
+        return _sha256(settings)
 
 
 # Recipe fields and sub-fields that do not change a run's numbers (left out of its content hash).
@@ -318,7 +329,10 @@ def mini_version(recipe: Recipe) -> Recipe:
         )
     tree = _on_embedded_glyphs(recipe, "embedded_mini", mini.image_size, mini.resize, mini.sampler_params)
     tree["model"]["width"] = mini.backbone_width
-    tree["model"]["measure_bn_batches"] = MINI_BN_BATCHES
+    tree["model"]["weights"] = mini.start  # "random" or "glyph-pretrained" (dml_core.training.builders.build_model)
+    # A random backbone's BN statistics are measured on the glyphs; a glyph-pretrained one keeps its own, as
+    # ImageNet weights do.
+    tree["model"]["measure_bn_batches"] = MINI_BN_BATCHES if mini.start == "random" else 0
     metrics = tree["evaluation"]["metrics"]  # the mini page reports R@1 and NMI whatever the paper printed
     tree["evaluation"]["metrics"] = metrics + [metric for metric in ("recall", "nmi") if metric not in metrics]
     # The backbone's rate scaled; the new layers' and the loss's rates kept (their multipliers are relative to it).

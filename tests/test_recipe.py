@@ -140,6 +140,18 @@ def test_mini_version_shrinks_what_must_and_keeps_the_rest(tmp_path):
     assert mini.content_hash() != recipe.content_hash()
 
 
+def test_a_glyph_pretrained_mini_start_keeps_its_own_bn_statistics_and_is_hashed_only_when_asked_for(tmp_path):
+    recipe = load_recipe(_write(tmp_path, {**BASE, "mini": {"iterations": 40}}))
+    stated = load_recipe(_write(tmp_path, {**BASE, "mini": {"iterations": 40, "start": "random"}}))
+    warm = load_recipe(_write(tmp_path, {**BASE, "mini": {"iterations": 40, "start": "glyph-pretrained"}}))
+    assert stated.mini_hash() == recipe.mini_hash() != warm.mini_hash()
+    mini = mini_version(warm)
+    assert (mini.model.weights, mini.model.measure_bn_batches) == ("glyph-pretrained", 0)
+    assert mini.content_hash() != mini_version(recipe).content_hash()
+    with pytest.raises(InputError, match="mini.start"):
+        load_recipe(_write(tmp_path, {**BASE, "mini": {"start": "imagenet"}}))
+
+
 def test_mini_epochs_scale_the_backbone_warm_up_and_an_epoch_schedule(tmp_path):
     tree = {**BASE, "model": {**BASE["model"], "freeze_backbone_epochs": 5}, "training": {"epochs": 20}}
     tree["schedule"] = {"name": "step", "unit": "epoch", "step_size": 10}

@@ -71,6 +71,9 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
     (tmp_path / "weights" / "googlenet-1378be20.pth").write_bytes(b"checked by sha256 when loaded")
     assert missing_inputs(plans, data) == []
     assert missing_inputs(_plans(tmp_path, smoke=True), tmp_path / "empty") == []  # smoke needs nothing
+    # a glyph-pretrained start (mini.start) is pretrained where its cached file is missing, so it is not missing
+    write_recipe(tmp_path / "reproduce", model={"backbone": "googlenet", "weights": "glyph-pretrained"})
+    assert missing_inputs(_plans(tmp_path), data) == []
 
 
 def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache(tmp_path, monkeypatch):

@@ -28,7 +28,8 @@ def add_parser(subparsers) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a recipe field, e.g. --set training.seed=1 (repeatable; applied after --smoke or --mini "
-        "shrinks the recipe, so it is kept)",
+        "shrinks the recipe, so it is kept; a smoke.* or mini.* field before, so the shrink follows it: "
+        "--mini --set mini.start=glyph-pretrained --set mini.trunk_lr_scale=1)",
     )
     parser.add_argument(
         "--out",
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
     from dml_core.recipes import check_reading_choices, mini_version, parse_reading_choices, resolve_run, smoke_version
     from dml_core.recipes.components import check_components
-    from dml_core.recipes.compose import with_overrides
+    from dml_core.recipes.compose import split_tier_overrides, with_overrides
     from dml_core.training import train
     from dml_core.training.trainer import RESULTS_NAME
     from dml_core.writable import require_writable_file, require_writable_folder
@@ -68,11 +69,13 @@ def run(args: argparse.Namespace) -> int:
     choices = parse_reading_choices(args.readings)
     check_reading_choices([run_definition], choices, what=f"run {run_definition.id}")
     recipe = run_definition.recipe(choices)
+    shrink_settings, overrides = split_tier_overrides(args.overrides)
+    recipe = with_overrides(recipe, shrink_settings)
     if args.smoke:
         recipe = smoke_version(recipe)
     if args.mini:
         recipe = mini_version(recipe)
-    recipe = with_overrides(recipe, args.overrides)
+    recipe = with_overrides(recipe, overrides)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
     name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else '-mini' if args.mini else ''}"
     out = args.out or runs_root() / name

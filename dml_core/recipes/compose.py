@@ -198,6 +198,17 @@ def with_overrides(recipe: Recipe, overrides: Sequence[str]) -> Recipe:
         raise InputError(_problems(error, recipe.id, Path("--set"), {})) from None
 
 
+def split_tier_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the ``smoke.*`` and ``mini.*`` overrides, the others): the first shape how a tier shrinks the recipe, so
+    they apply before the shrink; the others after it, so that it keeps them.
+
+    >>> split_tier_overrides(["mini.start=glyph-pretrained", "training.seed=1", "smoke.iterations=2"])
+    (['mini.start=glyph-pretrained', 'smoke.iterations=2'], ['training.seed=1'])
+    """
+    tier = [override for override in overrides if override.split("=", 1)[0].split(".", 1)[0] in ("smoke", "mini")]
+    return tier, [override for override in overrides if override not in tier]
+
+
 def variant_name(non_default: Mapping[str, str]) -> str:
     """How a run under non-default readings is named after its id ("" for the defaults).
 

@@ -38,11 +38,11 @@ import submitit
 from submitit.core.utils import FailedJobError
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
+from dml_core.cpu_cores import one_cpu_thread
 from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.runner.inline import PaperRun, ReproduceReport
 from dml_core.runner.plan import PlannedRun, is_finished
-from dml_core.runner.side_by_side import one_cpu_thread
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")

@@ -10,6 +10,7 @@ from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.components import located_problems
@@ -53,7 +54,7 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
                     missing_weights_message(expected, [weights_cache_dir()])
                     + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
                 )
-        elif weights != "random" and not Path(weights).expanduser().is_file():
+        elif weights not in ("random", GLYPH_PRETRAINED) and not Path(weights).expanduser().is_file():
             problems.append(f"{plan.recipe_path}: field model.weights: file {weights} not found")
     return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
 

@@ -13,7 +13,6 @@ an interrupted run resumes).
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +21,6 @@ from typing import TypeVar
 from unittest import mock
 
 import torch
-from threadpoolctl import threadpool_limits
 
 Job = TypeVar("Job")
 
@@ -35,20 +33,6 @@ ONE_THREAD_ENVIRONMENT = {
 
 def _one_thread() -> None:
     torch.set_num_threads(1)
-
-
-@contextlib.contextmanager
-def one_cpu_thread() -> Iterator[None]:
-    """This process at one CPU thread for the block, as a side-by-side worker is: torch's (the kNN pass's numba
-    follows it) and the BLAS and OpenMP pools already loaded (threadpoolctl), which ``ONE_THREAD_ENVIRONMENT`` can
-    no longer reach once they are. For a mini run trained elsewhere than in a worker (a local or Slurm job)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def run_side_by_side(

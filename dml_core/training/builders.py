@@ -22,6 +22,7 @@ from dml_core.models import (
     MultiLevelFusionHead,
     RelationalHead,
     build_backbone,
+    glyph_pretraining,
 )
 from dml_core.recipe import Recipe
 
@@ -55,9 +56,18 @@ def load_test_split(dataset: str, root: Path) -> tuple[SplitIndex, np.ndarray | 
     return _concat(query, gallery), mask, ~mask
 
 
-def build_model(recipe: Recipe) -> EmbeddingModel:
+def build_model(recipe: Recipe, data_root: Path | None = None) -> EmbeddingModel:
+    """The recipe's network; ``data_root`` holds the cached glyph-pretrained weights (``model.weights``
+    "glyph-pretrained", the mini tier's ``mini.start``), pretrained there first when missing."""
     settings = recipe.model
-    backbone = build_backbone(settings.backbone, weights=settings.weights, width=settings.width)
+    if settings.weights == glyph_pretraining.GLYPH_PRETRAINED:
+        if data_root is None:
+            raise InputError("model.weights 'glyph-pretrained': expected a data root for its cached file, found none")
+        backbone = glyph_pretraining.glyph_pretrained_backbone(
+            settings.backbone, settings.width, data_root, glyph_pretraining.MINI_START
+        )
+    else:
+        backbone = build_backbone(settings.backbone, weights=settings.weights, width=settings.width)
     params = dict(settings.head.params)
     if settings.head.name == "linear":
         head = LinearEmbedding(backbone.feature_dim, settings.embedding_dim, normalize=settings.normalize, **params)

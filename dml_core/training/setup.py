@@ -41,7 +41,7 @@ class RunParts:
 def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process = SINGLE_PROCESS) -> RunParts:
     """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source
     (of ``process``'s share of every batch when training on several processes)."""
-    model = builders.build_model(recipe)
+    model = builders.build_model(recipe, root)
     train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
     sampler = builders.build_sampler(recipe, dense_labels)
     loss = builders.build_loss_for(

@@ -47,3 +47,25 @@ def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp
     assert results.recipe.id == "ours-sop" and results.recipe.path == "reproduce/damlrrm/ours.yaml"
     assert results.recipe.content["readings"]["damlrrm.lr"] == "1e-3"
     assert results.timing.iterations == 1 and results.smoke
+
+
+@pytest.mark.slow
+def test_train_applies_mini_overrides_before_the_mini_shrink(tmp_path, monkeypatch):
+    from dml_core.models import glyph_pretraining
+
+    monkeypatch.setattr(
+        glyph_pretraining, "MINI_START", glyph_pretraining.GlyphPretraining(steps=2, images_per_class=2)
+    )
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
+    out = tmp_path / "run"
+    start = ["--set", "mini.start=glyph-pretrained", "--set", "mini.trunk_lr_scale=1"]
+    after = ["--set", "training.iterations=1", "--set", "data.dataset=embedded", "--set", "model.width=0.125"]
+    assert main(["train", "damlrrm/lifted-cub200", "--mini", *start, *after, "--out", str(out), "--no-progress"]) == 0
+    results = load_results(out / "results.json")
+    assert results.mini and results.recipe.content["optimizer"]["lr"] == 1.0e-4  # the recipe's own rate
+    assert (
+        results.weights["requested"] == "glyph-pretrained"
+        and results.recipe.content["model"]["measure_bn_batches"] == 0
+    )
+    (cached,) = (tmp_path / "data" / "glyph_pretrained").iterdir()
+    assert results.weights["id"].startswith(f"glyph-pretrained {cached.name} sha256:")

@@ -126,6 +126,15 @@ def _font(filename: str) -> FT2Font:
     return FT2Font(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / filename))
 
 
+def font_has_glyph(font_file: str, code: int) -> bool:
+    """Whether ``font_file`` (one of ``FONT_FILES``) draws code point ``code`` (not its missing-glyph box).
+
+    >>> font_has_glyph(FONT_FILES[0], ord("A")), font_has_glyph(FONT_FILES[0], 0x3A2)
+    (True, False)
+    """
+    return _font(font_file).get_char_index(code) != 0
+
+
 def _glyph_coverage(character: str, font_file: str, size: int) -> np.ndarray:
     """Anti-aliased coverage (0-255) of one character, tightly cropped."""
     font = _font(font_file)
