@@ -6,6 +6,7 @@ import yaml
 
 from dml_core.errors import InputError
 from dml_core.recipes.mini import MiniComparison
+from dml_core.results import write_results
 from dml_core.tables.mini import LEARNING_GAIN, build_mini_page, mini_results, orderings, summarize_runs
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_results_file
 
@@ -89,6 +90,24 @@ def test_a_run_below_the_learning_gain_is_flagged(tmp_path, recipes_dir):
     text = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir).markdown_path.read_text()
     assert "+7.0 ⚠ below 15" in text
     assert "No ordering yet: it needs mini results of the proposed run and of a baseline." in text
+    assert f"measured in the paper's notes, `papers/{PAPER_KEY}/method.md`." in text
+
+
+def test_a_glyph_pretrained_run_is_a_row_of_its_own_named_and_labelled_so(tmp_path, recipes_dir):
+    for seed in range(2):
+        _write(tmp_path / "results", _mini_payload("ours-cub200", seed, 3.0, 25.0))
+        warm = _mini_payload("ours-cub200", seed, 78.0, 82.0)
+        warm["weights"] = {"requested": "glyph-pretrained", "id": "glyph-pretrained bn_inception-w0.25-... sha256:0"}
+        write_results(tmp_path / "results" / "mini" / PAPER_KEY / f"ours-cub200-glyph-seed{seed}.json", warm)
+    page = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir)
+    assert [(row.run_name, row.start) for row in page.rows] == [
+        ("ours-cub200", "random"), ("ours-cub200~start=glyph-pretrained", "glyph-pretrained"),
+    ]  # fmt: skip
+    text = page.markdown_path.read_text()
+    assert "| ours-cub200~start=glyph-pretrained | other | BN-Inception, 1/4 width, glyph-pretrained |" in text
+    assert "> Rows named `~start=glyph-pretrained` start instead from the backbone pretrained" in text
+    assert "+4.0 |" in text and "+4.0 ⚠" not in text  # not held to the random start's bar
+    assert "papers/" not in text.split("What it does not show")[1]  # no run flagged: no pointer to the notes
 
 
 def test_an_ordering_against_a_run_that_did_not_learn_is_not_called_a_fair_check(tmp_path, recipes_dir):
