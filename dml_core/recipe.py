@@ -65,7 +65,9 @@ class ModelSettings(StrictModel):
     # Channel-width multiplier of the backbone: 1 is the published network; 1/2, 1/4, 1/8 narrow every layer
     # (random weights only; the mini tier's stand-in for a network too slow on a CPU)
     width: Literal[1.0, 0.5, 0.25, 0.125] = 1.0
-    weights: str = "pretrained"  # "pretrained" (the known ImageNet file, sha256-checked), "random", or a path
+    # "pretrained" (the known ImageNet file, sha256-checked), "random", a path, or "glyph-pretrained" (a narrowed
+    # backbone trained on other glyphs, cached under the data root: the mini tier's mini.start)
+    weights: str = "pretrained"
     pooling: Literal["avg", "max", "avg+max"] = "avg"
     embedding_dim: PositiveInt = 512
     normalize: bool = True  # L2-normalise the embedding the loss sees
