@@ -82,7 +82,7 @@ def glyph_pretrained_backbone(name: str, width: float, data_root: Path, settings
     """Backbone ``name`` at ``width`` with the cached glyph-pretrained weights, pretraining them first if the cache
     has none; its ``weights_id`` names the file and its sha256."""
     path = Path(data_root) / CACHE_FOLDER / settings.file_name(name, width)
-    if not path.is_file():
+    if not path.is_file():  # runs side by side may both pretrain it: same bytes, and the atomic write keeps one
         state = pretrain_on_glyphs(name, width, settings)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda handle: torch.save(state, handle))
