@@ -150,8 +150,9 @@ def summarize_runs(results: Sequence[ResultsFile]) -> list[MiniRow]:
         if item.untrained is not None:
             variant = item.recipe.content.get("variant")
             name = f"{item.recipe.id}~{variant}" if variant else item.recipe.id
-            if _start(item) != "random":
-                name += f"~start={_start(item)}"
+            start = _start(item)
+            if start != "random":
+                name += f"~start={start}"
             groups.setdefault(name, []).append(item)
     rows = []
     for name, items in groups.items():
