@@ -41,6 +41,7 @@ def prim_forest(weights: Tensor, steps: int | None = None, components: Tensor | 
     best_from = torch.full((n,), -1, dtype=torch.long, device=w.device)
     parent = torch.full((n,), -1, dtype=torch.long, device=w.device)
     visited = torch.zeros(n, dtype=torch.bool, device=w.device)
+    vertices = torch.arange(n, device=w.device)
     # Vertices i and j compete in one Prim step when they lie in the same component; edges (finite
     # weights) connect components, so connectivity is the transitive closure of the finite edges.
     if components is None:
@@ -51,8 +52,10 @@ def prim_forest(weights: Tensor, steps: int | None = None, components: Tensor | 
         candidates = key.unsqueeze(0).masked_fill(~components, float("inf"))
         chosen = candidates.argmin(dim=1)
         growing = torch.isfinite(candidates.gather(1, chosen.unsqueeze(1)).squeeze(1))
-        added = torch.zeros(n, dtype=torch.bool, device=w.device)
-        added.scatter_reduce_(0, chosen, growing, reduce="amax")
+        # Every row of a component holds the same candidates, so argmin (first minimum) picks the same vertex
+        # in each: the chosen vertex is the one whose own row chose it. No scatter: CUDA has no bool
+        # scatter_reduce kernel, and its amax reduction has no deterministic CUDA implementation.
+        added = growing & (chosen == vertices)
         parent = torch.where(added, best_from, parent)
         visited = visited | added
         # Relax: an unvisited vertex may now be closer to a just-added vertex (at most one per component).
