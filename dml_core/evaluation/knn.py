@@ -53,6 +53,12 @@ class NeighbourRanking:
     search: str  # how the ranking was searched (results files record it)
 
 
+def host_arithmetic(device: torch.device) -> bool:
+    """Whether tensors on ``device`` go through numpy / OpenBLAS (the CPU) or stay in torch (CUDA: a CUDA tensor
+    cannot be handed to numpy). The one switch of every branch below, so a CPU test can run the device path."""
+    return device.type == "cpu"
+
+
 @contextlib.contextmanager
 def exact_fp32_matmul() -> Iterator[None]:
     """Switch TF32 off for the duration: TF32 matmuls change neighbour order."""
@@ -104,7 +110,7 @@ class _RankingDistances:
     """
 
     def __init__(self, queries: torch.Tensor, gallery: torch.Tensor) -> None:
-        self.on_cpu = gallery.device.type == "cpu"
+        self.on_cpu = host_arithmetic(gallery.device)
         gallery_sq = gallery.pow(2).sum(1)
         if self.on_cpu:
             self.left = torch.cat([queries, torch.ones(len(queries), 1)], dim=1).numpy()
@@ -144,7 +150,7 @@ def _count_per_row(distances: torch.Tensor, threshold: torch.Tensor, inclusive: 
     On the CPU numpy does this about 8x faster than torch's bool reductions (measured: 67M values,
     0.03 s vs 0.3 s), so the CPU path goes through zero-copy numpy views.
     """
-    if distances.device.type == "cpu":
+    if host_arithmetic(distances.device):
         values, limit = distances.numpy(), threshold.numpy()
         below = (values <= limit) if inclusive else (values < limit)
         return torch.from_numpy(below.view(np.uint8).sum(1, dtype=np.int64))
@@ -226,7 +232,7 @@ def rank_neighbours(
         num_positives=num_positives.cpu().numpy(),
         neighbours=neighbours.cpu().numpy(),
         neighbour_is_positive=is_positive.cpu().numpy(),
-        search=CHUNKED_SEARCH + (" (OpenBLAS)" if device.type == "cpu" else " (torch)"),
+        search=CHUNKED_SEARCH + (" (OpenBLAS)" if host_arithmetic(device) else " (torch)"),
     )
 
 
@@ -240,7 +246,7 @@ def rank_within_set(
     ``k`` exceeds ``SYMMETRIC_MAX_K``; elsewhere the chunked search (``chunk_rows`` applies to that one only).
     """
     check_embedding_shape(tuple(embeddings.shape))
-    if embeddings.device.type != "cpu" or k > SYMMETRIC_MAX_K:
+    if not host_arithmetic(embeddings.device) or k > SYMMETRIC_MAX_K:
         index = torch.arange(len(embeddings), device=embeddings.device)
         return rank_neighbours(embeddings, embeddings, labels, labels, k, self_index=index, chunk_rows=chunk_rows)
     # Here, not at the top: knn_symmetric loads numba (about a second); only the CPU single-set path needs it.
