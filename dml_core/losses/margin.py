@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor, nn
 
@@ -52,22 +54,39 @@ class MarginLoss(MetricLoss):
         else:
             self.register_buffer("beta", initial)
         self._generator: torch.Generator | None = None
+        self._resumed: dict | None = None  # a checkpoint's generator state, until the device it is for is known
 
     def _sampler(self, device: torch.device) -> torch.Generator:
-        # One generator per loss, made on first use on the embeddings' device: seeded, so reproducible.
+        # One generator per loss, made on first use on the embeddings' device (multinomial needs its generator on
+        # the tensor's device): seeded, or continuing a checkpoint's draws.
         if self._generator is None or self._generator.device != device:
             self._generator = torch.Generator(device=device)
-            self._generator.manual_seed(self.seed)
+            resumed, self._resumed = self._resumed, None
+            if resumed is not None and resumed["device"] == device.type:
+                self._generator.set_state(resumed["generator"])
+            else:
+                if resumed is not None:
+                    # A CPU generator (mt19937) and a CUDA one (Philox) share no state: the draws cannot continue.
+                    warnings.warn(
+                        f"margin: the sampling generator's state was saved on {resumed['device']}, this run is on "
+                        f"{device.type}: distance-weighted sampling restarts from seed {self.seed}",
+                        stacklevel=2,
+                    )
+                self._generator.manual_seed(self.seed)
         return self._generator
 
-    # The sampling generator's state travels in state_dict(), so a resumed run draws the same triplets.
+    # The sampling generator's state travels in state_dict(), with the kind of device it drives (a CUDA generator's
+    # state does not fit a CPU one), so a resumed run draws the same triplets.
     def get_extra_state(self) -> dict:
-        return {"generator": None if self._generator is None else self._generator.get_state()}
+        if self._generator is None:
+            return self._resumed or {"generator": None}
+        return {"generator": self._generator.get_state(), "device": self._generator.device.type}
 
     def set_extra_state(self, state: dict) -> None:
+        self._generator, self._resumed = None, None
         if state.get("generator") is not None:
-            self._generator = torch.Generator()
-            self._generator.set_state(state["generator"])
+            # Checkpoints written before the device was recorded come from CPU runs.
+            self._resumed = {"generator": state["generator"], "device": state.get("device", "cpu")}
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")
