@@ -154,8 +154,10 @@ class GraphConsistencyLoss(CompositeLoss):
                     f"cgml: the two graphs need the same number of nodes; got {first[0].shape[0]} and "
                     f"{second[0].shape[0]} (use the paired sampler)"
                 )
-        # Checking the class alignment needs the labels' values: free on the CPU, a host sync on a device.
-        if labels.device.type == "cpu" and not torch.equal(first[1], second[1]):
+        # The alignment is checked on every device, so a misaligned batch fails the same way everywhere. On CUDA it
+        # waits for the labels (a host sync of two short integer vectors per step): an error that names the problem
+        # needs their values on the host, and a device-side assert would end the process without naming it.
+        if not torch.equal(first[1], second[1]):
             raise InputError("cgml: the two graphs are not class-aligned (row r of both must share its class)")
         return first, second
 

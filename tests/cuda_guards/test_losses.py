@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from dml_core.errors import InputError
 from dml_core.losses import LOSSES, build_loss, with_run_values
 from dml_core.losses.spanning_tree import class_forest, connectivity, forest_mask, prim_forest
 from dml_core.models import RelationalOutput
@@ -80,3 +81,20 @@ def test_the_prim_forest_runs_as_cuda_would():
         connected = connectivity(torch.isfinite(distances) | torch.eye(12, dtype=torch.bool))
     assert int((parent < 0).sum()) == 4 and int(mask.sum()) == 8  # one tree per class: 4 roots, 12 - 4 edges
     assert general.shape == (12,) and bool(connected.all())
+
+
+class _ReportsCuda(torch.Tensor):
+    """CPU values that say they live on CUDA: what a ``tensor.device`` branch would see there."""
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("graphs", ["two_batches", "halves"])
+def test_cgml_checks_the_graphs_alignment_on_every_device(graphs):
+    loss = build_loss("cgml", base="binomial", graphs=graphs, group_sizes=(6, 6))
+    misaligned = torch.tensor([0, 1, 1, 0, 2, 2, 3, 3, 0, 0, 1, 1]).as_subclass(_ReportsCuda)
+    assert misaligned[:6].device.type == "cuda"
+    with pytest.raises(InputError, match=r"^cgml: the two graphs are not class-aligned"):
+        loss.split_graphs(F.normalize(torch.randn(12, 6), dim=1), misaligned)
