@@ -18,12 +18,11 @@ from dml_core.losses.base import (
     MetricLoss,
     anchored_logsumexp,
     check_choice,
-    indices_to_mask,
     label_masks,
     masked_mean,
     pairwise_matrix,
 )
-from dml_core.losses.mining import multi_similarity_pairs
+from dml_core.losses.mining import multi_similarity_masks
 from dml_core.losses.proxy_nca import ProxyNCALoss
 
 # d(x_i, x_j) of Eq. 22. The experiments use "negative cosine similarity" on L2-normalised embeddings (Sec.
@@ -141,8 +140,7 @@ class DANMLLoss(MetricLoss):
         """Boolean (N, N) masks S and D: every positive / negative pair, or those MS mining keeps."""
         if self.epsilon is None:
             return label_masks(labels)
-        a1, p, a2, n = multi_similarity_pairs(dist, labels, self.epsilon)
-        return indices_to_mask(a1, p, dist.shape), indices_to_mask(a2, n, dist.shape)
+        return multi_similarity_masks(dist, labels, self.epsilon)
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = danml_distance(embeddings, self.distance)

@@ -25,8 +25,8 @@ import torch
 from torch import Tensor
 
 from dml_core.errors import InputError
-from dml_core.losses.base import MetricLoss, check_choice, indices_to_mask, label_masks, pairwise_matrix
-from dml_core.losses.mining import hard_triplets, multi_similarity_pairs
+from dml_core.losses.base import MetricLoss, check_choice, label_masks, pairwise_matrix
+from dml_core.losses.mining import hard_triplet_mask, multi_similarity_masks
 
 WEIGHTINGS: tuple[str, ...] = ("constant", "power", "exponential")
 NORMALIZATION_SCOPES: tuple[str, ...] = ("anchor", "batch")
@@ -146,9 +146,8 @@ class GeneralPairWeightingLoss(MetricLoss):
         pos_mined = pos & (pos_gap.detach() >= 0)  # Eq. 16
         neg_mined = neg & (neg_gap.detach() >= 0)  # Eq. 17
         if self.epsilon is not None:  # Eqs. 22-23, on top of the thresholds
-            a1, p, a2, n = multi_similarity_pairs(dist, labels, self.epsilon)
-            pos_mined = pos_mined & indices_to_mask(a1, p, dist.shape)
-            neg_mined = neg_mined & indices_to_mask(a2, n, dist.shape)
+            ms_pos, ms_neg = multi_similarity_masks(dist, labels, self.epsilon)
+            pos_mined, neg_mined = pos_mined & ms_pos, neg_mined & ms_neg
         scope = self.normalization_scope
         w_pos = hinge_weights(pos_gap, pos_mined, self.weighting, self.pos_exponent, self.normalize_weights, scope)
         w_neg = hinge_weights(neg_gap, neg_mined, self.weighting, self.neg_exponent, self.normalize_weights, scope)
@@ -203,10 +202,7 @@ class GeneralTripletWeightingLoss(MetricLoss):
         gap = dist.unsqueeze(2) - dist.unsqueeze(1) + self.margin  # gap[i, j, k] = D_ij - D_ik + m
         mined = pos.unsqueeze(2) & neg.unsqueeze(1) & (gap.detach() >= 0)  # Eq. 19
         if self.mining == "hard":  # Eq. 20
-            a, p, n = hard_triplets(dist, labels)
-            hardest = torch.zeros_like(mined)
-            hardest[a, p, n] = True
-            mined = mined & hardest
+            mined = mined & hard_triplet_mask(dist, labels)
         scope = self.normalization_scope
         weights = hinge_weights(gap, mined, self.weighting, self.exponent, self.normalize_weights, scope)
         loss = (weights * torch.relu(gap)).sum()

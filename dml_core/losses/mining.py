@@ -1,14 +1,21 @@
-"""Miners: pure functions of (dissimilarity matrix, labels) that return index tensors.
+"""Miners: pure functions of (dissimilarity matrix, labels) that return index tensors or boolean masks.
 
 Every miner takes ``dissim``, an (N, N) matrix where smaller means closer (a distance, or a negated
 similarity: ``base.as_dissimilarity``). Nothing here needs gradients: callers pass detached matrices or
 the miners detach them. Triplets are ``(anchor, positive, negative)`` index tensors; pairs are
 ``(anchor_pos, positive, anchor_neg, negative)`` as in pytorch-metric-learning.
+
+Host syncs: an index list has a data-dependent length, so on CUDA ``nonzero`` waits for the device. A loss that
+only needs "which pairs / triplets" takes the mask form (``multi_similarity_masks``, ``hard_triplet_mask``), which
+waits for nothing. The index forms stay where a loss reduces over the mined list (triplet, margin): a masked sum
+over the full grid adds the same terms in another order, which changes the last bits of the committed CPU results
+(measured: about half of random 12-sample batches), and training amplifies those.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from dml_core.losses.base import label_masks
@@ -45,19 +52,39 @@ def hard_triplets(dissim: Tensor, labels: Tensor) -> TripletIndices:
 
     Anchors without a positive or without a negative in the batch give no triplet.
     """
+    hardest_pos, hardest_neg, usable = _hardest(dissim, labels)
+    anchors = torch.nonzero(usable, as_tuple=True)[0]
+    return anchors, hardest_pos[anchors], hardest_neg[anchors]
+
+
+def hard_triplet_mask(dissim: Tensor, labels: Tensor) -> Tensor:
+    """``hard_triplets`` as a boolean (N, N, N) mask, True at (a, p, n) for each mined triplet: no host sync.
+
+    >>> line = torch.tensor([[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]])
+    >>> hard_triplet_mask(line, torch.tensor([0, 0, 1])).nonzero().tolist()
+    [[0, 1, 2], [1, 0, 2]]
+    """
+    hardest_pos, hardest_neg, usable = _hardest(dissim, labels)
+    n = len(labels)
+    positive, negative = F.one_hot(hardest_pos, n).bool(), F.one_hot(hardest_neg, n).bool()
+    return usable[:, None, None] & positive[:, :, None] & negative[:, None, :]
+
+
+def _hardest(dissim: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Per anchor: its farthest positive, its nearest negative, and whether it has both."""
     dissim = dissim.detach()
     pos, neg = label_masks(labels)
     hardest_pos = dissim.masked_fill(~pos, float("-inf")).argmax(dim=1)
     hardest_neg = dissim.masked_fill(~neg, float("inf")).argmin(dim=1)
-    anchors = torch.nonzero(pos.any(dim=1) & neg.any(dim=1), as_tuple=True)[0]
-    return anchors, hardest_pos[anchors], hardest_neg[anchors]
+    return hardest_pos, hardest_neg, pos.any(dim=1) & neg.any(dim=1)
 
 
 TRIPLET_MINERS = ("all", "semihard", "hard")
 
 
-def multi_similarity_pairs(dissim: Tensor, labels: Tensor, epsilon: float) -> PairIndices:
-    """Multi-similarity pair mining (Wang et al. 2019, Eqs. 5-6), written for a dissimilarity.
+def multi_similarity_masks(dissim: Tensor, labels: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+    """Multi-similarity pair mining (Wang et al. 2019, Eqs. 5-6), written for a dissimilarity: boolean (N, N) masks
+    of the positive and the negative pairs kept.
 
     In similarity terms: keep a negative k of anchor i when S_ik + eps > min_{y_j = y_i} S_ij, and a
     positive j when S_ij - eps < max_{y_k != y_i} S_ik. An anchor without negatives keeps no positives
@@ -67,8 +94,12 @@ def multi_similarity_pairs(dissim: Tensor, labels: Tensor, epsilon: float) -> Pa
     pos, neg = label_masks(labels)
     nearest_neg = dissim.masked_fill(~neg, float("inf")).amin(dim=1, keepdim=True)
     farthest_pos = dissim.masked_fill(~pos, float("-inf")).amax(dim=1, keepdim=True)
-    hard_pos = pos & (dissim + epsilon > nearest_neg)
-    hard_neg = neg & (dissim - epsilon < farthest_pos)
+    return pos & (dissim + epsilon > nearest_neg), neg & (dissim - epsilon < farthest_pos)
+
+
+def multi_similarity_pairs(dissim: Tensor, labels: Tensor, epsilon: float) -> PairIndices:
+    """``multi_similarity_masks`` as pair indices ``(anchor_pos, positive, anchor_neg, negative)``."""
+    hard_pos, hard_neg = multi_similarity_masks(dissim, labels, epsilon)
     a1, p = torch.nonzero(hard_pos, as_tuple=True)
     a2, n = torch.nonzero(hard_neg, as_tuple=True)
     return a1, p, a2, n
@@ -128,5 +159,7 @@ def distance_weighted_triplets(
     rank = (pos.cumsum(dim=1) - 1)[anchors, positives]
     usable = probs.sum(dim=1, keepdim=True) > 0  # rows without negatives cannot be sampled from
     safe = torch.where(usable, probs, torch.ones_like(probs))
+    # The draw count waits for the device (a host sync); a fixed count (N - 1) would take other numbers from the
+    # generator's stream for every row after the first and so sample other triplets than the committed runs did.
     draws = torch.multinomial(safe, int(pos.sum(dim=1).max()), replacement=True, generator=generator)
     return anchors, positives, draws[anchors, rank]

@@ -9,13 +9,12 @@ from dml_core.losses.base import (
     MetricLoss,
     as_dissimilarity,
     check_choice,
-    indices_to_mask,
     label_masks,
     margin_gap,
     masked_logsumexp,
     pairwise_matrix,
 )
-from dml_core.losses.mining import multi_similarity_pairs
+from dml_core.losses.mining import multi_similarity_masks
 
 MS_VERSIONS: tuple[str, ...] = ("v1", "v2")  # v2: without the 1 inside the logs (gpw Sec. IV-B5)
 
@@ -60,8 +59,7 @@ class MultiSimilarityLoss(MetricLoss):
         if self.epsilon is None:
             pos, neg = label_masks(labels)
         else:
-            a1, p, a2, n = multi_similarity_pairs(as_dissimilarity(mat, self.distance), labels, self.epsilon)
-            pos, neg = indices_to_mask(a1, p, mat.shape), indices_to_mask(a2, n, mat.shape)
+            pos, neg = multi_similarity_masks(as_dissimilarity(mat, self.distance), labels, self.epsilon)
         pos_exp = self.alpha * margin_gap(mat, self.lam, self.distance)
         neg_exp = self.beta * margin_gap(self.lam, mat, self.distance)
         add_one = self.version == "v1"
