@@ -163,13 +163,14 @@ class DRMLLoss(CompositeLoss):
         routing = output.reconstruction_error.detach().argmin(dim=1)  # k*(x), Eq. 3
         branch_terms = []
         for k in range(self.num_features):
-            routed = routing == k
-            # Selecting the routed subset waits for its size anyway (as the miners' nonzero does), so testing
-            # for an empty branch costs nothing more; base losses need not accept an empty batch.
-            if not routed.any():
+            # One host sync per branch on CUDA, for the routed rows: J_ind^k is the base loss on the branch's samples
+            # only (Eq. 4), whose means and statistics run over that subset, so the subset's size must be known. The
+            # empty-branch test then reads a shape already on the host (base losses need not accept an empty batch).
+            rows = torch.nonzero(routing == k).squeeze(1)
+            if len(rows) == 0:
                 branch_terms.append(zero_loss(individual))
                 continue
-            branch_terms.append(self.branch_loss(k)(individual[routed, k], labels[routed]))
+            branch_terms.append(self.branch_loss(k)(individual[rows, k], labels[rows]))
         ensem = torch.stack(branch_terms).sum()
         recon = output.reconstruction_error.mean()
         emb = self.embedding_loss(output.embedding, labels)

@@ -90,6 +90,7 @@ class MarginLoss(MetricLoss):
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")
+        # Index lists (host syncs on CUDA): the sums below run over the sampled triplets in their order (``mining``).
         if self.sampling == "all":
             a, p, n = all_triplets(labels)
         else:

@@ -25,6 +25,7 @@ def npair_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
     same = labels.unsqueeze(0) == labels.unsqueeze(1)
     earlier = torch.tril(torch.ones(n, n, dtype=torch.bool, device=labels.device), diagonal=-1)
     occurrence = (same & earlier).sum(dim=1)  # how many same-label samples come before each sample
+    # The one host sync on CUDA: how many classes have a pair (the loss averages over the pairs).
     seconds = torch.nonzero(occurrence == 1, as_tuple=True)[0]
     # Map each second occurrence to its class's first occurrence; keep classes that have one.
     first_of_second = torch.argmax((same[seconds] & (occurrence == 0)).int(), dim=1)
@@ -40,15 +41,14 @@ def every_sample_indices(labels: Tensor) -> tuple[Tensor, Tensor]:
     >>> [t.tolist() for t in every_sample_indices(torch.tensor([3, 1, 3, 1, 1, 2]))]
     [[0, 1, 2, 3, 4], [2, 3, 0, 4, 1]]
     """
-    order = torch.argsort(labels, stable=True)  # positions grouped by class, batch order inside a class
-    _, counts = torch.unique_consecutive(labels[order], return_counts=True)
-    size = counts.repeat_interleave(counts)  # the class size, per sorted position
-    start = (torch.cumsum(counts, dim=0) - counts).repeat_interleave(counts)
-    rank = torch.arange(len(labels), device=labels.device) - start
-    keep = size >= 2
-    anchors, positives = order[keep], order[(start + (rank + 1) % size)[keep]]
-    in_batch_order = torch.argsort(anchors)
-    return anchors[in_batch_order], positives[in_batch_order]
+    n = len(labels)
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    following = same & torch.triu(torch.ones(n, n, dtype=torch.bool, device=labels.device), diagonal=1)
+    # argmax gives the first True: the next sample of the class, or for the class's last sample the class's first.
+    positive = torch.where(following.any(dim=1), following.int().argmax(dim=1), same.int().argmax(dim=1))
+    # The one host sync on CUDA: how many anchors there are (the loss averages over them).
+    anchors = torch.nonzero(same.sum(dim=1) >= 2).squeeze(1)
+    return anchors, positive[anchors]
 
 
 class NPairLoss(MetricLoss):

@@ -40,6 +40,7 @@ class TripletLoss(MetricLoss):
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
+        # Index lists, one host sync on CUDA: the average runs over the mined list, in its order (``mining``).
         if self.mining == "all":
             a, p, n = all_triplets(labels)
         elif self.mining == "semihard":
