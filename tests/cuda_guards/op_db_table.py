@@ -59,6 +59,9 @@ def load_op_db() -> list:
             stand_in = types.ModuleType("expecttest")
             stand_in.TestCase = unittest.TestCase
             sys.modules["expecttest"] = stand_in
+    if "torch.testing._internal.common_methods_invocations" in sys.modules:
+        # Its dtype lists were built when it loaded, from this machine's capability flags: too late to set them.
+        raise RuntimeError("op_db_table: torch's op database is already loaded; derive the table in a fresh process")
     import torch.testing._internal.common_cuda as common_cuda
 
     _capability_flags(common_cuda)
