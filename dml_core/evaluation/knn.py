@@ -53,12 +53,6 @@ class NeighbourRanking:
     search: str  # how the ranking was searched (results files record it)
 
 
-def host_arithmetic(device: torch.device) -> bool:
-    """Whether tensors on ``device`` go through numpy / OpenBLAS (the CPU) or stay in torch (CUDA: a CUDA tensor
-    cannot be handed to numpy). The one switch of every branch below, so a CPU test can run the device path."""
-    return device.type == "cpu"
-
-
 @contextlib.contextmanager
 def exact_fp32_matmul() -> Iterator[None]:
     """Switch TF32 off for the duration: TF32 matmuls change neighbour order."""
@@ -98,6 +92,13 @@ def _positive_index_table(
     table = torch.sort(table, dim=1).values
     table = torch.where(table == torch.iinfo(table.dtype).max, torch.full_like(table, -1), table)
     return table, (table >= 0).sum(1)
+
+
+def host_arithmetic(device: torch.device) -> bool:
+    """Whether tensors on ``device`` go through numpy / OpenBLAS (the CPU) or stay in torch (CUDA: a CUDA tensor
+    cannot be handed to numpy). The one switch of every numpy / torch branch here, so a CPU test can run the device
+    path."""
+    return device.type == "cpu"
 
 
 class _RankingDistances:
