@@ -1,0 +1,165 @@
+"""The ``parity`` part: one training step of every registered loss on the CPU and on the GPU, from the same weights
+and the same batch, compared.
+
+The step is the trainer's own (``training.step.train_step``) in fp32: bf16 autocast off, TF32 off for matrix
+products (``torch.set_float32_matmul_precision("highest")``). The model is a small MLP (24 features -> tanh 32 ->
+16-d, L2-normalised; for drml the relational head on the 32-d feature) built on the CPU from seed 0 and copied to
+each device: it isolates the losses' kernels (convolution kernels are not what differs between losses, and the
+smoke and bench parts run the real backbones). Batch: 32 items, 8 classes, two class-aligned halves of 16
+(``[A | B]``, as cgml's paired sampler and damlrrm's two streams want; group sizes (16, 16)), features from seed 1.
+
+The optimiser is plain SGD (lr 1, no momentum), so a parameter's update is minus its gradient: its difference
+between the devices is the gradient's, not amplified. Adam's first step is lr * g / (|g| + eps), which turns
+float-order noise in a near-zero gradient into an update of full size, so it would flag noise, not bugs.
+
+Tolerances: loss within 1e-4 relative, |l_gpu - l_cpu| / max(|l_cpu|, 1e-12); every parameter tensor's update
+within 1e-3 relative, ||u_gpu - u_cpu|| / max(||u_cpu||, 1e-12) (2-norm over the tensor, in float64). In fp32
+the two devices differ by summation order only (about 1e-7 relative per reduction), so a real difference (another
+kernel's semantics, a wrong dtype, a lost term) is orders of magnitude above them. The margin loss runs with
+``sampling: all``: its distance-weighted sampling draws from a generator on the embeddings' device, and CPU and
+CUDA generators give different streams from one seed, so that mode's steps are not comparable by design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
+from dml_core.losses import LOSSES, build_loss, with_run_values
+from dml_core.models.relational_head import RelationalHead
+from dml_core.recipe import TrainingSettings
+from dml_core.training.step import train_step
+
+FEATURES, HIDDEN, EMBEDDING = 24, 32, 16
+CLASSES, PER_CLASS_PER_HALF = 8, 2
+GROUP_SIZES = (CLASSES * PER_CLASS_PER_HALF,) * 2
+LOSS_RTOL, UPDATE_RTOL, TINY = 1e-4, 1e-3, 1e-12
+# What a loss needs beyond the run's values: a base loss for the composites, DRML's branches, margin's mode.
+LOSS_PARAMS = {
+    "cgml": {"base": "binomial"},
+    "graph_consistency": {"base": "triplet"},
+    "drml": {"base": "triplet", "num_features": 2},
+    "margin": {"sampling": "all"},
+}
+DRML_BRANCH_DIM = EMBEDDING // 2
+
+
+class StepModel(nn.Module):
+    """The MLP the step trains (see the module docstring); for drml its head is DRML's relational head."""
+
+    def __init__(self, relational: bool) -> None:
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.Tanh())
+        self.relational = relational
+        self.head = (
+            RelationalHead(HIDDEN, num_features=2, dim=DRML_BRANCH_DIM) if relational else nn.Linear(HIDDEN, EMBEDDING)
+        )
+
+    def forward(self, features: torch.Tensor):
+        pooled = self.trunk(features)
+        return self.head(pooled) if self.relational else F.normalize(self.head(pooled), dim=1)
+
+
+def parity_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """Features (32, 24) and labels: two halves, each with every class twice; features drawn around a class mean."""
+    half = torch.arange(CLASSES).repeat_interleave(PER_CLASS_PER_HALF)
+    labels = torch.cat([half, half])
+    generator = torch.Generator().manual_seed(1)
+    means = torch.randn(CLASSES, FEATURES, generator=generator)
+    return means[labels] + 0.5 * torch.randn(len(labels), FEATURES, generator=generator), labels
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step: the loss value and every parameter before and after it (float64, on the CPU)."""
+
+    loss: float
+    before: dict[str, torch.Tensor]
+    after: dict[str, torch.Tensor]
+
+    def updates(self) -> dict[str, torch.Tensor]:
+        return {name: self.after[name] - self.before[name] for name in self.before}
+
+
+@contextlib.contextmanager
+def full_fp32_matmul():
+    """Matrix products in full fp32 (no TF32) for the block, the previous precision restored after."""
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]:
+    named = [(f"model.{n}", p) for n, p in model.named_parameters()] + [
+        (f"loss.{n}", p) for n, p in loss_fn.named_parameters()
+    ]
+    return {name: parameter.detach().to("cpu", torch.float64, copy=True) for name, parameter in named}
+
+
+def one_step(loss_name: str, device: torch.device) -> StepRecord:
+    """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0."""
+    torch.manual_seed(0)
+    model = StepModel(relational=loss_name == "drml")
+    run_values = {"num_classes": CLASSES, "embedding_dim": EMBEDDING, "group_sizes": GROUP_SIZES}
+    loss_fn = build_loss(loss_name, **with_run_values(loss_name, LOSS_PARAMS.get(loss_name, {}), **run_values))
+    model, loss_fn = model.to(device), loss_fn.to(device)
+    features, labels = (tensor.to(device) for tensor in parity_batch())
+    optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    settings = TrainingSettings(iterations=1, bf16=False, channels_last=False)
+    before = _parameters(model, loss_fn)
+    with full_fp32_matmul():
+        loss = train_step(model, loss_fn, optimizer, scheduler, features, labels, settings)
+    return StepRecord(float(loss.item()), before, _parameters(model, loss_fn))
+
+
+def relative_difference(value: torch.Tensor, reference: torch.Tensor) -> float:
+    """``||value - reference|| / max(||reference||, 1e-12)`` in float64 (0 when both are zero).
+
+    >>> round(relative_difference(torch.tensor([3.0, 4.0]), torch.tensor([3.0, 3.0])), 4)  # 1 / (3 * 2 ** 0.5)
+    0.2357
+    """
+    value, reference = value.double(), reference.double()
+    return float((value - reference).norm() / max(float(reference.norm()), TINY))
+
+
+def compare_steps(reference: StepRecord, other: StepRecord) -> dict:
+    """The loss's relative difference and the largest relative difference of a parameter tensor's update."""
+    loss = abs(other.loss - reference.loss) / max(abs(reference.loss), TINY)
+    reference_updates, other_updates = reference.updates(), other.updates()
+    updates = {name: relative_difference(other_updates[name], update) for name, update in reference_updates.items()}
+    worst = max(updates, key=updates.get)
+    return {"loss": reference.loss, "loss_rel": loss, "update_rel_max": updates[worst], "worst_parameter": worst}
+
+
+def within_tolerance(comparison: dict) -> bool:
+    return comparison["loss_rel"] <= LOSS_RTOL and comparison["update_rel_max"] <= UPDATE_RTOL
+
+
+def run_parity(context: CheckContext) -> Outcome:
+    cpu = torch.device("cpu")
+    figures, bad = {}, []
+    for name in sorted(LOSSES):
+        try:
+            comparison = compare_steps(one_step(name, cpu), one_step(name, context.device))
+        except Exception as error:  # one loss's crash (a missing kernel) must not hide the others' verdicts
+            figures[name] = {"error": f"{type(error).__name__}: {error}"}
+            bad.append(f"{name} ({type(error).__name__})")
+            continue
+        figures[name] = comparison
+        if not within_tolerance(comparison):
+            bad.append(f"{name} (loss {comparison['loss_rel']:.1e}, update {comparison['update_rel_max']:.1e})")
+    figures["tolerances"] = {"loss_rel": LOSS_RTOL, "update_rel": UPDATE_RTOL}
+    if bad:
+        raise PartFailed(f"{len(bad)} of {len(LOSSES)} losses differ between CPU and GPU: {', '.join(bad)}", figures)
+    worst_loss = max(figures[name]["loss_rel"] for name in LOSSES)
+    worst_update = max(figures[name]["update_rel_max"] for name in LOSSES)
+    return Outcome(f"{len(LOSSES)} losses; loss <= {worst_loss:.0e}, updates <= {worst_update:.0e} rel", figures)

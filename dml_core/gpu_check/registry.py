@@ -1,0 +1,26 @@
+"""The parts of the check, in the order they run: the quick ones first, so a broken GPU path shows within a minute,
+and the benchmark last, alone on the machine."""
+
+from __future__ import annotations
+
+from dml_core.gpu_check.bench import run_bench
+from dml_core.gpu_check.evaluation import run_evaluation
+from dml_core.gpu_check.mini import run_mini
+from dml_core.gpu_check.parity import run_parity
+from dml_core.gpu_check.part import Part
+from dml_core.gpu_check.resume import run_resume
+from dml_core.gpu_check.smoke import run_smoke
+from dml_core.gpu_check.torchrun import run_torchrun
+
+PARTS: dict[str, Part] = {
+    part.name: part
+    for part in (
+        Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity),
+        Part("evaluation", "R@K and MAP@R of an SOP-sized embedding set on the GPU and the CPU", run_evaluation),
+        Part("resume", "dml train killed by SIGKILL after a checkpoint, resumed: final parameters", run_resume),
+        Part("torchrun", "dml train under torchrun (one GPU), the suite's collectives over NCCL", run_torchrun),
+        Part("smoke", "every paper's smoke tier on the GPU, PIL and cache pipelines, DataLoader workers on", run_smoke),
+        Part("mini", "one paper's mini tier (seed 0): gains and time", run_mini),
+        Part("bench", "the training benchmark, every paper, both pipelines (JSON kept)", run_bench),
+    )
+}

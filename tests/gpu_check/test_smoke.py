@@ -1,0 +1,62 @@
+"""The smoke part's plan and verdicts, and its per-paper driver on the CPU (the GPU run needs a GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dml_core.gpu_check.smoke import CACHE_RUNS_PER_PAPER, job_problems, smoke_jobs
+from dml_core.results import load_results
+from dml_core.runner.plan import paper_runs, plan_runs
+from dml_core.vocabulary import PAPER_KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_paper_runs_its_whole_tier_on_pil_and_its_first_runs_on_cache():
+    jobs = smoke_jobs()
+    assert [(job.paper, job.pipeline) for job in jobs] == [(k, p) for k in PAPER_KEYS for p in ("pil", "cache")]
+    for job in jobs:
+        ids = [run.id for run in paper_runs(ROOT / "reproduce", job.paper)[0]]
+        if job.pipeline == "pil":
+            assert job.only == () and len(ids) >= 2
+        else:
+            assert list(job.only) == ids[:CACHE_RUNS_PER_PAPER] and len(job.only) >= 2
+
+
+def test_a_job_is_judged_on_errors_failed_runs_run_count_and_device():
+    good = {"deep_runs": 3, "devices": {"cuda:0": 3}, "trained": 3, "failed": {}}
+    assert job_problems("gpw/pil", good, "cuda") == []
+    assert job_problems("gpw/pil", {"error": "the gpw/pil smoke tier exited 1: boom"}, "cuda") == [
+        "the gpw/pil smoke tier exited 1: boom"
+    ]
+    bad = {"deep_runs": 1, "devices": {"cpu": 1}, "trained": 1, "failed": {"x seed 0": "non-finite loss"}}
+    assert job_problems("gpw/cache", bad, "cuda") == [
+        "gpw/cache: x seed 0 failed: non-finite loss",
+        "gpw/cache: 1 run(s) trained in its process, expected at least 2",
+        "gpw/cache: runs trained on {'cpu': 1}, not cuda",
+    ]
+
+
+@pytest.mark.slow
+def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_path):
+    only = [run.id for run in paper_runs(ROOT / "reproduce", "damlrrm")[0][:2]]
+    command = [
+        sys.executable, "-m", "dml_core.gpu_check.smoke_tier", "damlrrm", "--pipeline", "cache", "--out",
+        str(tmp_path / "out"), "--data-root", str(tmp_path / "data"), "--device", "cpu", "--only", *only,
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    completed = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary == {"deep_runs": 2, "devices": {"cpu": 2}, "trained": 2, "failed": {}}
+    deep = paper_runs(ROOT / "reproduce", "damlrrm", only)[0]
+    plans = plan_runs("damlrrm", deep, None, True, tmp_path / "r", tmp_path / "s", pipeline="cache")
+    for plan in plans:  # each run is the one `dml reproduce damlrrm --smoke --pipeline cache` plans (same hash)
+        results = load_results(tmp_path / "out" / "results" / "smoke" / "damlrrm" / plan.results_path.name)
+        assert results.recipe.sha256 == plan.recipe.content_hash()
+        assert results.recipe.content["data"]["num_workers"] == 2  # loaded by workers, as full-scale runs are
+    assert (tmp_path / "out" / "tables" / "smoke" / "damlrrm.md").is_file()
