@@ -87,6 +87,18 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(name="gpu-check")
+def gpu_check(session: nox.Session) -> None:
+    """The GPU check, the first command on a new GPU box: `python -m dml_core.gpu_check` (arguments after `--` go
+    to it: `--parts smoke,resume`, `--rerun-failed`, `--report-dir DIR`).
+
+    Parity of every loss CPU vs GPU, an SOP-sized evaluation on both, a run killed and resumed, torchrun and NCCL,
+    every paper's smoke tier on both pipelines, one mini tier, the training benchmark; writes
+    tables/benchmarks/gpu-check-<device>.json and exits 1 naming each failed part. Without a usable GPU every
+    part says "skipped: no GPU"."""
+    session.run(shared_python(session), "-m", "dml_core.gpu_check", *session.posargs, env=TEST_ENV)
+
+
 # --- Reproduction: one session per paper, the table builder, and the nightly job ---------------------------------
 # Thin wrappers: the logic is in dml_core.runner and dml_core.tables (`dml reproduce`, `dml tables`).
 

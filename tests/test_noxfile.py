@@ -1,5 +1,6 @@
-"""noxfile.py defines the reproduce-<paper>, tables, nightly and environment sessions beside the old ones."""
+"""noxfile.py defines the reproduce-<paper>, tables, nightly, gpu-check and environment sessions beside the old ones."""
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -20,5 +21,26 @@ def test_every_session_is_listed():
         capture_output=True, text=True, check=True, cwd=ROOT,
     ).stdout  # fmt: skip
     names = {line.split(" -> ")[0][2:] for line in listing.splitlines() if " -> " in line}
-    expected = {"tests", "lint", "bench", "environment", "tables", "nightly"} | {f"reproduce-{k}" for k in PAPER_KEYS}
+    expected = {"tests", "lint", "bench", "environment", "tables", "nightly", "gpu-check"}
+    expected |= {f"reproduce-{k}" for k in PAPER_KEYS}
     assert expected <= names
+
+
+def test_the_gpu_check_session_runs_the_module_in_the_shared_environment_with_its_arguments(monkeypatch):
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    monkeypatch.setattr(noxfile, "shared_python", lambda session: "shared/bin/python")
+
+    class Session:
+        def __init__(self):
+            self.posargs, self.calls = ["--parts", "smoke,resume", "--rerun-failed"], []
+
+        def run(self, *args, **kwargs):
+            self.calls.append((args, kwargs))
+
+    session = Session()
+    noxfile.gpu_check(session)
+    ((args, kwargs),) = session.calls
+    assert args == ("shared/bin/python", "-m", "dml_core.gpu_check", "--parts", "smoke,resume", "--rerun-failed")
+    assert kwargs["env"]["HF_HUB_OFFLINE"] == "1"
