@@ -113,7 +113,8 @@ def check(args: argparse.Namespace, parts: Mapping[str, Part], gpu: GpuState, wo
         result = merged[name]
         print(f"[{name}] {result.status} ({result.seconds:.0f} s) {result.summary}".rstrip(), flush=True)
         order = [*parts, *(other for other in merged if other not in parts)]  # parts of an older registry last
-        write_report(path, gpu.name, {other: merged[other] for other in order if other in merged})
+        device_record = gpu.name or gpu.problem or "no usable GPU"
+        write_report(path, device_record, {other: merged[other] for other in order if other in merged})
     print("\n" + summary_table(merged, parts, names))
     return {name: merged[name] for name in names}
 

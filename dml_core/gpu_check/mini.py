@@ -11,14 +11,20 @@ from the page's by float order, so they are reported, not compared.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from dml_core.gpu_check.children import PYTHON, run_child
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
-from dml_core.tables.mini import mini_results, summarize_runs
+from dml_core.tables.mini import MiniRow, mini_results, summarize_runs
 
 PAPER = "cgml"
 MIN_GAIN = 5.0
 TIMEOUT_SECONDS = 480
+
+
+def weak_runs(rows: Sequence[MiniRow]) -> list[str]:
+    """``run +gain`` of each run that gained less than ``MIN_GAIN`` R@1 points (or no finite number)."""
+    return [f"{row.run_name} {row.gain:+.1f}" for row in rows if not row.gain >= MIN_GAIN]
 
 
 def run_mini(context: CheckContext) -> Outcome:
@@ -49,7 +55,7 @@ def run_mini(context: CheckContext) -> Outcome:
         raise PartFailed(f"no mini results of {PAPER} were written", figures)
     if any(not device.startswith(context.device.type) for device in figures["devices"]):
         raise PartFailed(f"runs trained on {figures['devices']}, not {context.device.type}", figures)
-    weak = [f"{row.run_name} {row.gain:+.1f}" for row in rows if not row.gain >= MIN_GAIN]
+    weak = weak_runs(rows)
     if weak:
         raise PartFailed(f"runs that gained under {MIN_GAIN:g} R@1 points on the GPU: {', '.join(weak)}", figures)
     gains = ", ".join(f"{row.run_name} {row.gain:+.1f}" for row in rows)

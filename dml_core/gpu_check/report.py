@@ -7,6 +7,7 @@ report merges parts run at different times.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -76,14 +77,30 @@ def load_report(path: Path) -> dict[str, PartResult]:
     return parts
 
 
-def write_report(path: Path, device_name: str | None, parts: Mapping[str, PartResult]) -> Path:
+def json_safe(value: Any) -> Any:
+    """``value`` as strict JSON can hold it: a non-finite number as its text (a broken kernel's NaN is a figure
+    worth keeping), tuples and sets as lists, anything else unknown as its text.
+
+    >>> json_safe({"loss": float("nan"), "ids": ("a", "b"), "n": 3, "seen": {2, 1}})
+    {'loss': 'nan', 'ids': ['a', 'b'], 'n': 3, 'seen': [1, 2]}
+    """
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return [json_safe(item) for item in sorted(value, key=str)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
+
+
+def write_report(path: Path, device: str, parts: Mapping[str, PartResult]) -> Path:
     """The whole report, atomically (a reader or a killed check never leaves half a file)."""
-    payload = {
-        "schema": SCHEMA,
-        "device": device_name or "no usable GPU",
-        "parts": {name: asdict(result) for name, result in parts.items()},
-    }
-    return atomic_write_json(path, payload)
+    payload = {"schema": SCHEMA, "device": device, "parts": {name: asdict(result) for name, result in parts.items()}}
+    return atomic_write_json(path, json_safe(payload))
 
 
 def to_rerun(previous: Mapping[str, PartResult], chosen: Iterable[str]) -> list[str]:

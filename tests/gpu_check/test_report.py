@@ -46,3 +46,9 @@ def test_the_summary_lists_every_part_with_what_ran_now_marked():
     assert lines[1].split() == ["a", "passed", "61", "s", "fine"]
     assert lines[2].startswith("b* ") and lines[2].rstrip().endswith("...  2 s")
     assert lines[3].split() == ["c", "not", "run"]
+
+
+def test_figures_strict_json_cannot_hold_are_written_as_text(tmp_path):
+    path = tmp_path / "gpu-check-cpu.json"
+    write_report(path, "no usable GPU", {"parity": PartResult("failed: nan", 1.0, figures={"loss": float("nan")})})
+    assert load_report(path)["parity"].figures == {"loss": "nan"}
