@@ -2,7 +2,7 @@
 and the same batch, compared.
 
 The step is the trainer's own (``training.step.train_step``) in fp32: bf16 autocast off, TF32 off for matrix
-products (``torch.set_float32_matmul_precision("highest")``). The model is a small MLP (24 features -> tanh 32 ->
+products (``full_fp32_matmul``). The model is a small MLP (24 features -> tanh 32 ->
 16-d, L2-normalised; for drml the relational head on the 32-d feature) built on the CPU from seed 0 and copied to
 each device: it isolates the losses' kernels (convolution kernels are not what differs between losses, and the
 smoke and bench parts run the real backbones). Batch: 32 items, 8 classes, two class-aligned halves of 16
@@ -88,13 +88,16 @@ class StepRecord:
 
 @contextlib.contextmanager
 def full_fp32_matmul():
-    """Matrix products in full fp32 (no TF32) for the block, the previous precision restored after."""
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")
+    """CUDA matrix products in full fp32 (no TF32) for the block, the previous setting restored after. Through
+    torch's per-backend API (``fp32_precision``, in every torch the suite supports): reading or setting the legacy
+    flags in a process where anything set the new ones to TF32 raises."""
+    matmul = torch.backends.cuda.matmul
+    previous = matmul.fp32_precision
+    matmul.fp32_precision = "ieee"
     try:
         yield
     finally:
-        torch.set_float32_matmul_precision(previous)
+        matmul.fp32_precision = previous
 
 
 def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]:

@@ -57,11 +57,12 @@ def test_the_batch_is_two_class_aligned_halves_and_the_precision_is_restored():
     features, labels = parity_batch()
     assert features.shape == (32, 24)
     assert torch.equal(labels[:16], labels[16:]) and torch.equal(torch.bincount(labels), torch.full((8,), 4))
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
     try:
         with full_fp32_matmul():
-            assert torch.get_float32_matmul_precision() == "highest"
-        assert torch.get_float32_matmul_precision() == "high"
+            assert matmul.fp32_precision == "ieee"
+        assert matmul.fp32_precision == "tf32"
     finally:
-        torch.set_float32_matmul_precision(before)
+        matmul.fp32_precision = before
