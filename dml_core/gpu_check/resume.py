@@ -74,18 +74,22 @@ def _checkpoint_iteration(path: Path) -> int | None:
 
 def train_killed_after_first_checkpoint(command: list[str], out: Path) -> int:
     """Start ``command``, SIGKILL its process group (its DataLoader workers too) as soon as its checkpoint holds an
-    unfinished iteration; return that iteration."""
+    unfinished iteration; return that iteration. The checkpoint is read only when a new one replaces it (a read
+    costs CPU time the run needs)."""
     checkpoint = out / "checkpoint.pt"
     out.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}-killed.log", "w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, env=child_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline, iteration = time.monotonic() + KILL_DEADLINE_SECONDS, None
+        deadline, iteration, seen = time.monotonic() + KILL_DEADLINE_SECONDS, None, None
         try:
             while process.poll() is None and time.monotonic() < deadline:
-                if checkpoint.exists() and (iteration := _checkpoint_iteration(checkpoint)) is not None:
-                    break
+                version = _file_version(checkpoint)
+                if version not in (None, seen):
+                    seen, iteration = version, _checkpoint_iteration(checkpoint)
+                    if iteration is not None:
+                        break
                 time.sleep(0.02)
         finally:
             if process.poll() is None:
@@ -94,6 +98,15 @@ def train_killed_after_first_checkpoint(command: list[str], out: Path) -> int:
     if iteration is None:
         raise PartFailed(f"the run to kill ended (exit {process.returncode}) before an unfinished checkpoint was seen")
     return iteration
+
+
+def _file_version(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (inode, modification time): an atomic replace gives a new one."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def parameter_differences(reference: Path, other: Path) -> dict[str, float]:
