@@ -106,15 +106,37 @@ class Process:
         return self.world_size > 1
 
     def device(self, requested: str | None) -> torch.device:
-        """The requested device, or this rank's GPU (``cuda:LOCAL_RANK``) when there is one, else the CPU."""
-        if requested:
-            device = torch.device(requested)
-        else:
-            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if device.type == "cuda" and self.active and device.index is None:
-            device = torch.device("cuda", self.local_rank)
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        """The device this process trains on, always with its index, made the current CUDA device: the requested
+        one, else the GPU when there is one (``cuda:LOCAL_RANK`` under torchrun), else the CPU.
+
+        ``cuda`` without an index is the current GPU (one process) or ``cuda:LOCAL_RANK`` (several): torch's
+        ``set_device`` and DDP's ``device_ids`` need an index. ``cuda:N`` under torchrun is refused: every process
+        would train on the same GPU; which GPUs a job uses is ``CUDA_VISIBLE_DEVICES``'s to say."""
+        try:
+            device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
+        except RuntimeError:
+            raise InputError(f"device {requested!r}: expected a torch device such as cpu, cuda or cuda:1") from None
+        if device.type != "cuda":
+            return device
+        what = f"device {requested!r}" if requested else "the default device 'cuda'"
+        if not torch.cuda.is_available():
+            raise InputError(f"{what}: expected a CUDA GPU, found none on this machine; pass --device cpu")
+        if self.active and device.index is not None:
+            raise InputError(
+                f"{what}: under torchrun each of the {self.world_size} processes trains on the GPU of its "
+                f"LOCAL_RANK, expected 'cuda' without an index (every process would share GPU {device.index}); "
+                "choose the job's GPUs with CUDA_VISIBLE_DEVICES"
+            )
+        if device.index is None:
+            # not current_device() under torchrun: it would open a context on GPU 0 in every process
+            device = torch.device("cuda", self.local_rank if self.active else torch.cuda.current_device())
+        count = torch.cuda.device_count()
+        if device.index >= count:
+            source = f"LOCAL_RANK {self.local_rank}" if self.active else what
+            raise InputError(
+                f"{source}: expected a GPU index below {count} (the GPUs this process sees), found {device.index}"
+            )
+        torch.cuda.set_device(device)
         return device
 
     def init_process_group(self, device: torch.device) -> bool:

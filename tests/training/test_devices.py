@@ -1,0 +1,62 @@
+"""Which device a process trains on (``Process.device``), on a machine with GPUs faked: torch's own
+``torch.cuda.set_device`` runs (its argument handling is what crashed every single-GPU run of torch 2.11); only
+the driver calls below it are replaced."""
+
+import pytest
+import torch
+
+from dml_core.errors import InputError
+from dml_core.training.distributed import SINGLE_PROCESS, Process
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """A machine with two CUDA GPUs, the second current; returns the indices torch's set_device passed to the
+    driver."""
+    selected = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch._C, "_cuda_setDevice", selected.append)
+    return selected
+
+
+@pytest.mark.parametrize("requested", [None, "cuda"])
+def test_cuda_without_an_index_is_the_current_gpu_of_a_single_process(two_gpus, requested):
+    assert SINGLE_PROCESS.device(requested) == torch.device("cuda", 1)
+    assert two_gpus == [1]
+
+
+def test_an_indexed_gpu_is_taken_as_asked_by_a_single_process(two_gpus):
+    assert SINGLE_PROCESS.device("cuda:0") == torch.device("cuda", 0)
+    assert two_gpus == [0]
+
+
+@pytest.mark.parametrize("requested", [None, "cuda"])
+def test_each_torchrun_process_takes_the_gpu_of_its_local_rank(two_gpus, requested):
+    assert Process(rank=2, world_size=4, local_rank=0).device(requested) == torch.device("cuda", 0)
+    assert Process(rank=3, world_size=4, local_rank=1).device(requested) == torch.device("cuda", 1)
+    assert two_gpus == [0, 1]
+
+
+def test_an_indexed_gpu_under_torchrun_is_refused_before_any_gpu_is_selected(two_gpus):
+    with pytest.raises(InputError, match=r"device 'cuda:1': under torchrun .*share GPU 1.*CUDA_VISIBLE_DEVICES"):
+        Process(rank=0, world_size=2, local_rank=0).device("cuda:1")
+    assert two_gpus == []
+
+
+def test_a_gpu_the_process_cannot_see_is_refused_naming_what_it_sees(two_gpus):
+    with pytest.raises(InputError, match=r"device 'cuda:2': expected a GPU index below 2 .*found 2"):
+        SINGLE_PROCESS.device("cuda:2")
+    with pytest.raises(InputError, match=r"LOCAL_RANK 2: expected a GPU index below 2"):
+        Process(rank=2, world_size=3, local_rank=2).device(None)
+    assert two_gpus == []
+
+
+def test_cuda_on_a_machine_without_a_gpu_and_a_bad_device_name_are_input_errors(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match=r"device 'cuda': expected a CUDA GPU, found none.*--device cpu"):
+        SINGLE_PROCESS.device("cuda")
+    with pytest.raises(InputError, match=r"device 'gpu': expected a torch device such as cpu, cuda or cuda:1"):
+        SINGLE_PROCESS.device("gpu")
+    assert SINGLE_PROCESS.device(None) == torch.device("cpu")
