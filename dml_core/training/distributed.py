@@ -26,6 +26,7 @@ import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -36,6 +37,21 @@ from torch.nn.parallel import DistributedDataParallel
 
 from dml_core.errors import InputError
 from dml_core.models.freezing import batchnorm_layers
+
+# How long the other ranks wait for rank 0's metrics. Rank 0 computes them alone (k-means and NMI over SOP's 60,502
+# test embeddings can outlast the default 10-minute collective time-out); the others wait in a CPU (gloo) group of
+# their own with this time-out, so the training collectives keep the default one that tells a hung job.
+EVALUATION_WAIT = timedelta(hours=6)
+_evaluation_group: dist.ProcessGroup | None = None  # made with the job's process group, on every rank
+
+
+def _all_gather(tensor: torch.Tensor) -> torch.Tensor:
+    """torch's autograd-aware all-gather along dim 0 (backward: the ranks' gradients summed into each slice).
+
+    torch 2.11 names it ``all_gather_tensor``; later versions ``all_gather_single`` and keep the old name as a
+    deprecated alias that warns at every call, so the new name where there is one."""
+    gather = getattr(functional_collectives, "all_gather_single", None) or functional_collectives.all_gather_tensor
+    return gather(tensor.contiguous(), 0, dist.group.WORLD)
 
 
 def shard_slots(group_sizes: Iterable[int], rank: int, world_size: int) -> list[int]:
@@ -140,13 +156,23 @@ class Process:
         return device
 
     def init_process_group(self, device: torch.device) -> bool:
-        """Join the job's process group (NCCL on CUDA, gloo on the CPU); return whether this call created it."""
+        """Join the job's process group (NCCL on CUDA, bound to this rank's GPU; gloo on the CPU) and make the group
+        the ranks wait for rank 0's metrics in (``EVALUATION_WAIT``); return whether this call created them."""
+        global _evaluation_group
         if not self.active or dist.is_initialized():
             return False
-        dist.init_process_group(
-            backend="nccl" if device.type == "cuda" else "gloo", rank=self.rank, world_size=self.world_size
-        )
+        if device.type == "cuda":  # device_id: the communicator is this rank's GPU's from the start
+            dist.init_process_group("nccl", rank=self.rank, world_size=self.world_size, device_id=device)
+        else:
+            dist.init_process_group("gloo", rank=self.rank, world_size=self.world_size)
+        _evaluation_group = dist.new_group(backend="gloo", timeout=EVALUATION_WAIT)
         return True
+
+    def leave_process_group(self) -> None:
+        """Leave the groups ``init_process_group`` made (call where it returned True)."""
+        global _evaluation_group
+        _evaluation_group = None
+        dist.destroy_process_group()
 
     # --- collectives; with one process each is the identity (or a no-op) ----------------------------------
 
@@ -154,12 +180,13 @@ class Process:
         if self.active:
             dist.barrier()
 
-    def broadcast(self, value):
-        """Rank 0's ``value`` on every rank (any picklable object)."""
+    def broadcast(self, value, *, long_wait: bool = False):
+        """Rank 0's ``value`` on every rank (any picklable object). ``long_wait``: the others may wait for it up to
+        ``EVALUATION_WAIT`` (rank 0's metrics), not the default collective time-out."""
         if not self.active:
             return value
         box = [value]
-        dist.broadcast_object_list(box, src=0)
+        dist.broadcast_object_list(box, src=0, group=_evaluation_group if long_wait else None)
         return box[0]
 
     def all_gather_objects(self, value) -> list:
@@ -218,9 +245,7 @@ class Sharding:
         self.order = torch.as_tensor(recipe_order(sizes, process.world_size))  # moved to the data's device once
 
     def _gather_tensor(self, tensor: torch.Tensor) -> torch.Tensor:
-        # an autograd-aware all-gather: backward sums the ranks' gradients into each rank's own slice
-        gathered = functional_collectives.all_gather_single(tensor.contiguous(), 0, dist.group.WORLD)
-        gathered = functional_collectives.wait_tensor(gathered)
+        gathered = functional_collectives.wait_tensor(_all_gather(tensor))
         if self.order.device != gathered.device:
             self.order = self.order.to(gathered.device)
         return gathered.index_select(0, self.order)

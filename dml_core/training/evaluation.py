@@ -75,7 +75,7 @@ def evaluate_model(
             if not process.active:
                 raise
             outcome = error
-    outcome = process.broadcast(outcome)
+    outcome = process.broadcast(outcome, long_wait=True)  # rank 0 may cluster for longer than a collective waits
     if isinstance(outcome, Exception):
         raise outcome
     return outcome

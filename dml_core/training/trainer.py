@@ -95,7 +95,7 @@ def train(
         )  # fmt: skip
     finally:
         if created_group:
-            torch.distributed.destroy_process_group()
+            process.leave_process_group()
 
 
 def _train(

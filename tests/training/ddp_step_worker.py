@@ -127,7 +127,7 @@ def main(out_path: str) -> None:
     outcome["evaluation"] = run_evaluation(process)
     if process.is_main:
         torch.save(outcome, out_path)
-    torch.distributed.destroy_process_group()
+    process.leave_process_group()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
-"""Which device a process trains on (``Process.device``), on a machine with GPUs faked: torch's own
-``torch.cuda.set_device`` runs (its argument handling is what crashed every single-GPU run of torch 2.11); only
-the driver calls below it are replaced."""
+"""Which device a process trains on (``Process.device``) and how a GPU job joins its process group, on a machine
+with GPUs faked: torch's own ``torch.cuda.set_device`` runs (its argument handling is what crashed every single-GPU
+run on torch 2.11); only the driver calls below it are replaced."""
+
+import inspect
 
 import pytest
 import torch
+import torch.distributed as dist
+from torch.distributed.constants import default_pg_nccl_timeout, default_pg_timeout
 
 from dml_core.errors import InputError
-from dml_core.training.distributed import SINGLE_PROCESS, Process
+from dml_core.training.distributed import EVALUATION_WAIT, SINGLE_PROCESS, Process
 
 
 @pytest.fixture
@@ -60,3 +64,32 @@ def test_cuda_on_a_machine_without_a_gpu_and_a_bad_device_name_are_input_errors(
     with pytest.raises(InputError, match=r"device 'gpu': expected a torch device such as cpu, cuda or cuda:1"):
         SINGLE_PROCESS.device("gpu")
     assert SINGLE_PROCESS.device(None) == torch.device("cpu")
+
+
+def _arguments(function, args, kwargs) -> dict:
+    return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+
+
+def test_a_gpu_job_binds_nccl_to_its_gpu_and_waits_for_rank_0s_metrics_in_a_cpu_group_of_long_timeout(monkeypatch):
+    calls = []
+    real_init, real_new_group = dist.init_process_group, dist.new_group
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda *a, **k: calls.append(_arguments(real_init, a, k)))
+    monkeypatch.setattr(dist, "new_group", lambda *a, **k: calls.append(_arguments(real_new_group, a, k)) or "wait")
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append("destroyed"))
+    broadcasts = []
+    monkeypatch.setattr(dist, "broadcast_object_list", lambda box, src, group=None: broadcasts.append(group))
+    process = Process(rank=1, world_size=2, local_rank=1)
+
+    assert process.init_process_group(torch.device("cuda", 1))
+    assert calls == [
+        {"backend": "nccl", "rank": 1, "world_size": 2, "device_id": torch.device("cuda", 1)},
+        {"backend": "gloo", "timeout": EVALUATION_WAIT},
+    ]
+    assert EVALUATION_WAIT > max(default_pg_timeout, default_pg_nccl_timeout)
+    process.broadcast("metrics", long_wait=True)
+    process.broadcast("anything else")
+    assert broadcasts == ["wait", None]  # only the wait for the metrics is the long one
+    process.leave_process_group()
+    process.broadcast("metrics", long_wait=True)
+    assert calls[-1] == "destroyed" and broadcasts[-1] is None
