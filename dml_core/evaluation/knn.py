@@ -55,13 +55,17 @@ class NeighbourRanking:
 
 @contextlib.contextmanager
 def exact_fp32_matmul() -> Iterator[None]:
-    """Switch TF32 off for the duration: TF32 matmuls change neighbour order."""
-    previous = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
+    """Switch TF32 off for the duration: TF32 matmuls change neighbour order.
+
+    Through ``fp32_precision`` only, never the legacy ``allow_tf32``: torch refuses to read that one once the new
+    API has set the precision (``torch.backends.fp32_precision = "tf32"``, say)."""
+    matmul = torch.backends.cuda.matmul
+    previous = matmul.fp32_precision
+    matmul.fp32_precision = "ieee"
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous
+        matmul.fp32_precision = previous
 
 
 def _positive_index_table(
