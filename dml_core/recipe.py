@@ -49,7 +49,9 @@ class DataSettings(StrictModel):
     dataset: str
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
-    num_workers: NonNegativeInt = 4
+    # DataLoader workers: "auto" fits them to the machine (``training.loaders.loader_workers``; the results file
+    # records the number); not hashed: the batches are the same whatever the number
+    num_workers: NonNegativeInt | Literal["auto"] = "auto"
     # "pil": decode + augment in DataLoader workers (the reference; CPU runs). "cache": the decoded uint8 cache
     # (`dml prepare DATASET --cache MODE`) on the device, cropped/flipped/normalised there in batch.
     pipeline: Literal["pil", "cache"] = "pil"

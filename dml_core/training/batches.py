@@ -9,34 +9,38 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader
 
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.recipe import Recipe
 from dml_core.training import builders
+from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
 
 class LoaderBatches:
-    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous)."""
+    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous).
+
+    One loader for the whole run (``loaders.kept_loader``): its workers start once and serve every epoch, the
+    epoch and start batch read from ``EpochSlice`` when each epoch begins; ``close`` lets them go."""
 
     def __init__(
         self, train_set, sampler, seed: int, num_workers: int, device: torch.device, slots: list[int] | None = None
     ) -> None:
-        self.train_set, self.sampler, self.seed, self.slots = train_set, sampler, seed, slots
-        self.num_workers, self.device = num_workers, device
+        self.device = device
+        self.batches = EpochSlice(sampler, 0, 0, seed, slots)
+        self.loader = kept_loader(
+            SeededDataset(train_set), batch_sampler=self.batches, num_workers=num_workers, device=device
+        )
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = DataLoader(
-            SeededDataset(self.train_set),
-            batch_sampler=EpochSlice(self.sampler, epoch, start, self.seed, self.slots),
-            num_workers=self.num_workers,
-            pin_memory=self.device.type == "cuda",
-            persistent_workers=False,
-        )
-        for images, _, positions in loader:
+        self.batches.epoch, self.batches.start = epoch, start  # read when the loader's iteration begins
+        for images, _, positions in self.loader:
             yield images.to(self.device, non_blocking=True), positions.to(self.device, non_blocking=True)
+
+    def close(self) -> None:
+        """Stop the workers (they go with the loader's last reference)."""
+        self.loader = None
 
 
 class CachedBatches:
@@ -53,6 +57,9 @@ class CachedBatches:
             images = self.augmentation(positions, [seed for _, seed in keys])
             yield images, torch.as_tensor(positions).to(self.device, non_blocking=True)
 
+    def close(self) -> None:
+        """Nothing to stop: no workers."""
+
 
 def build_batch_source(
     recipe: Recipe, model, train_set, sampler, root: Path, device: torch.device, slots: list[int] | None = None
@@ -60,7 +67,8 @@ def build_batch_source(
     """The recipe's batch source: ``data.pipeline`` "pil" (DataLoader workers) or "cache" (device-side)."""
     settings = recipe.data
     if settings.pipeline == "pil":
-        return LoaderBatches(train_set, sampler, recipe.training.seed, settings.num_workers, device, slots)
+        workers = loader_workers(settings.num_workers)
+        return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots)
     config = builders.transform_config(recipe)
     ensure_generated_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
     cache = load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)

@@ -3,12 +3,12 @@ keeping the per-query terms of the evaluations a selection rule picks, for the r
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import Subset
 
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.evaluation.per_query import PerQuery
@@ -19,6 +19,7 @@ from dml_core.results import select_every_rule
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
 from dml_core.training.distributed import SINGLE_PROCESS, Process
+from dml_core.training.loaders import kept_loader, loader_workers
 
 
 class NonFiniteEmbeddingsError(RuntimeError):
@@ -37,34 +38,56 @@ def kmeans_config(recipe: Recipe) -> KMeansConfig:
     return KMeansConfig(settings.kmeans_backend, settings.kmeans_iterations, settings.kmeans_seed)
 
 
-def embed_dataset(model, dataset, batch_size: int, num_workers: int, device: torch.device, bf16: bool) -> np.ndarray:
-    """Embeddings of every item of ``dataset`` in order (model in eval mode, no gradients)."""
-    loader = DataLoader(
-        dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers, pin_memory=device.type == "cuda"
-    )
-    was_training = model.training
-    model.eval()
-    chunks = []
-    with torch.no_grad(), autocast(device, bf16):
-        for images, _, _ in loader:
-            chunks.append(model.embed(images.to(device, non_blocking=True)).float().cpu())
-    model.train(was_training)
-    return torch.cat(chunks).numpy()
+class TestSetEmbedder:
+    """This process's share of the test set (all of it with one process), embedded for every evaluation of a run
+    through one kept loader (``loaders.kept_loader``): its workers start at the first evaluation and stay until
+    ``close``."""
+
+    def __init__(
+        self, test_set: builders.TestSet, recipe: Recipe, device: torch.device, process: Process = SINGLE_PROCESS
+    ) -> None:
+        dataset = test_set.dataset
+        if process.active:
+            dataset = Subset(dataset, process.slice_of(len(dataset)))
+        self.device, self.bf16 = device, recipe.training.bf16
+        workers = loader_workers(recipe.data.num_workers)
+        self.loader = kept_loader(
+            dataset, batch_size=recipe.training.eval_batch_size, shuffle=False, num_workers=workers, device=device
+        )
+
+    def __call__(self, model) -> np.ndarray:
+        """Embeddings of every item in order (model in eval mode, no gradients)."""
+        was_training = model.training
+        model.eval()
+        chunks = []
+        with torch.no_grad(), autocast(self.device, self.bf16):
+            for images, _, _ in self.loader:
+                chunks.append(model.embed(images.to(self.device, non_blocking=True)).float().cpu())
+        model.train(was_training)
+        return torch.cat(chunks).numpy()
+
+    def close(self) -> None:
+        """Stop the workers (they go with the loader's last reference)."""
+        self.loader = None
 
 
 def evaluate_model(
-    model, test_set: builders.TestSet, recipe: Recipe, device: torch.device, process: Process = SINGLE_PROCESS
+    model,
+    test_set: builders.TestSet,
+    recipe: Recipe,
+    device: torch.device,
+    process: Process = SINGLE_PROCESS,
+    embedder: TestSetEmbedder | None = None,
 ) -> Evaluation:
     """The recipe's evaluation protocol (metrics, K list, normalisation, k-means) on the test set.
 
     With several processes each embeds one contiguous slice of the test set; the embeddings are gathered once
-    and rank 0 computes the metrics, which every rank then receives (an error there is raised on every rank)."""
-    dataset = test_set.dataset
-    if process.active:
-        dataset = Subset(dataset, process.slice_of(len(dataset)))
-    embeddings = embed_dataset(
-        model, dataset, recipe.training.eval_batch_size, recipe.data.num_workers, device, recipe.training.bf16
-    )
+    and rank 0 computes the metrics, which every rank then receives (an error there is raised on every rank).
+    ``embedder``: a run's own, kept between its evaluations; None: one for this evaluation only."""
+    if embedder is None:
+        with closing(TestSetEmbedder(test_set, recipe, device, process)) as once:
+            return evaluate_model(model, test_set, recipe, device, process, once)
+    embeddings = embedder(model)
     if process.active:
         embeddings = process.gather_rows(torch.from_numpy(embeddings).to(device)).cpu().numpy()
     outcome: Evaluation | Exception | None = None
@@ -130,7 +153,7 @@ def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str |
     """Rebuild the checkpoint's model (its own weights, no pretrained file needed) and evaluate it."""
     state = load_checkpoint(path)
     recipe = Recipe.model_validate({**state["recipe"], "model": {**state["recipe"]["model"], "weights": "random"}})
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = SINGLE_PROCESS.device(device)
     model = builders.build_model(recipe)
     model.load_state_dict(state["model"])
     model.to(device)

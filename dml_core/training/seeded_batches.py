@@ -26,16 +26,18 @@ class EpochSlice:
     """The batches of one epoch from ``start`` on, as lists of ``(position, augmentation seed)``.
 
     ``slots``: only these slots of every batch (one process's share in multi-process training); the seeds are
-    those of the whole batch, so a slot gets the same augmentation whatever the number of processes."""
+    those of the whole batch, so a slot gets the same augmentation whatever the number of processes. ``epoch`` and
+    ``start`` may be set again between iterations (one DataLoader serves every epoch of a run)."""
 
     def __init__(self, sampler, epoch: int, start: int, seed: int, slots: list[int] | None = None) -> None:
         self.sampler, self.epoch, self.start, self.seed, self.slots = sampler, epoch, start, seed, slots
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
-        self.sampler.set_epoch(self.epoch)
+        epoch, start = self.epoch, self.start  # a kept loader's next epoch may change them while this one runs
+        self.sampler.set_epoch(epoch)
         for number, batch in enumerate(self.sampler):
-            if number >= self.start:
-                keys = list(zip(batch, augmentation_seeds(self.seed, self.epoch, number, len(batch)), strict=True))
+            if number >= start:
+                keys = list(zip(batch, augmentation_seeds(self.seed, epoch, number, len(batch)), strict=True))
                 yield keys if self.slots is None else [keys[slot] for slot in self.slots]
 
     def __len__(self) -> int:

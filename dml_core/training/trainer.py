@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from contextlib import closing
 from pathlib import Path
 
 import torch
@@ -35,7 +36,8 @@ from dml_core.recipe import Recipe
 from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.distributed import Process
-from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, evaluate_model
+from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
+from dml_core.training.loaders import loader_workers, loading_record
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -133,11 +135,12 @@ def _train(
     torch.manual_seed(recipe.training.seed)
     root = resolve_data_root(data_root, recipe.data.root)
     run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), smoke)
-    state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
-    if state is not None and run.accepts(state, rerun):
-        run.restore(state)
-    run.git_segments.append({"from": run.iteration, **git_at_start})
-    run.train(progress)
+    with closing(run):  # its loader workers go when it ends, so a process that trains many runs keeps none
+        state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
+        if state is not None and run.accepts(state, rerun):
+            run.restore(state)
+        run.git_segments.append({"from": run.iteration, **git_at_start})
+        run.train(progress)
 
     payload = deep_results_payload(
         recipe,
@@ -148,7 +151,12 @@ def _train(
         weights_id=run.parts.model.weights_id,
         index_hashes=dataset_index_hashes(root / recipe.data.dataset),  # which images it trained and tested on
         git=provenance.git_record(run.git_segments),
-        environment={**provenance.environment(), "device": str(device), "distributed": run.distributed_record()},
+        environment={
+            **provenance.environment(),
+            "device": str(device),
+            "distributed": run.distributed_record(),
+            "data_loading": loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
+        },
         protocol=run.protocol,
         evaluations=run.evaluations,
         timing=run.timing,
@@ -191,6 +199,12 @@ class TrainingRun:
         self.resumed_runs = 0
         self.query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
         self.git_segments = []  # the git state of each start
+        self.test_embedder = TestSetEmbedder(parts.test_set, recipe, device, process)  # kept between evaluations
+
+    def close(self) -> None:
+        """Let the loader workers of the training batches and of the test set go."""
+        self.parts.batches.close()
+        self.test_embedder.close()
 
     def accepts(self, state: dict, rerun: bool) -> bool:
         """Whether ``state`` (a checkpoint) is this run's to continue: refused when another recipe wrote it; not
@@ -263,7 +277,9 @@ class TrainingRun:
         started = time.perf_counter()
         self.process.sync_buffers(self.parts.model)  # every rank embeds with rank 0's BN statistics
         try:
-            result = evaluate_model(self.parts.model, self.parts.test_set, self.recipe, self.device, self.process)
+            result = evaluate_model(
+                self.parts.model, self.parts.test_set, self.recipe, self.device, self.process, self.test_embedder
+            )
         except NonFiniteEmbeddingsError as error:
             raise NonFiniteError(
                 f"recipe {self.recipe.id}: evaluation after iteration {self.iteration}: {error}; "
@@ -293,8 +309,9 @@ class TrainingRun:
             dynamic_ncols=True,
         )
         if recipe.model.measure_bn_batches and self.iteration == 0:  # a fresh start (a resumed run has them)
-            first = itertools.islice(parts.batches.epoch(0, 0), recipe.model.measure_bn_batches)
-            measure_batchnorm_statistics(parts.model.backbone, (images for images, _ in first))
+            with closing(parts.batches.epoch(0, 0)) as batches:  # closed: a kept loader's next epoch starts clean
+                first = itertools.islice(batches, recipe.model.measure_bn_batches)
+                measure_batchnorm_statistics(parts.model.backbone, (images for images, _ in first))
         if settings.evaluate_at_start and not self.evaluations:
             self.evaluate()  # before any update: the untrained numbers a learning check compares with
         warmup = BackboneWarmup(recipe.model.freeze_backbone_epochs)
@@ -307,7 +324,8 @@ class TrainingRun:
                 forward, frozen_before = parts.sharding.wrap(parts.model, self.device), frozen
                 forward = torch.compile(forward) if settings.compile else forward
             parts.model.train()
-            self._epoch(forward, parts.batches.epoch(epoch, start), labels_on_device, bar)
+            with closing(parts.batches.epoch(epoch, start)) as batches:
+                self._epoch(forward, batches, labels_on_device, bar)
         bar.close()
         self.timing["compute_seconds"] = self.timing["train_seconds"] - self.timing["data_wait_seconds"]
 

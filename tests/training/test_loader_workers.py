@@ -1,0 +1,124 @@
+"""DataLoader workers of training and evaluation: started in a way that is safe once CUDA is initialised (not by
+fork: a forked worker that frees an earlier run's CUDA tensor aborts), kept across epochs and evaluations, gone
+when a run ends; and how many there are by default."""
+
+import json
+import multiprocessing
+import multiprocessing.process
+
+import pytest
+import torch
+import yaml
+from torch.utils.data import DataLoader
+
+from dml_core.errors import InputError
+from dml_core.recipes import load_recipe
+from dml_core.results import load_results
+from dml_core.training import train
+
+# Two epochs of two batches, evaluated after each.
+RECIPE = {
+    "id": "tiny-workers",
+    "data": {
+        "dataset": "embedded",
+        "num_workers": 1,
+        "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"},
+    },
+    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
+    "loss": {"name": "multi_similarity"},
+    "sampler": {"name": "pk", "params": {"classes_per_batch": 47, "images_per_class": 12}},
+    "optimizer": {"name": "adam", "lr": 1e-3},
+    "training": {"epochs": 2, "eval_every": 1, "checkpoint_every": 1, "eval_batch_size": 512},
+    "evaluation": {"recall_ks": [1], "metrics": ["recall"]},
+}
+
+
+@pytest.fixture
+def loaders_and_worker_starts(monkeypatch):
+    """Every DataLoader built (its keyword arguments) and every worker process started while the test runs."""
+    built, started = [], []
+    build, start = DataLoader.__init__, multiprocessing.process.BaseProcess.start
+
+    def recording_build(self, dataset, *args, **kwargs):
+        built.append(kwargs)
+        build(self, dataset, *args, **kwargs)
+
+    def recording_start(self):
+        started.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(DataLoader, "__init__", recording_build)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", recording_start)
+    return built, started
+
+
+def _our_children(before: set) -> list:
+    return [child for child in multiprocessing.active_children() if child.pid not in before]
+
+
+@pytest.mark.slow
+def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
+    tmp_path, loaders_and_worker_starts, monkeypatch
+):
+    built, started = loaders_and_worker_starts
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(RECIPE))
+    before = {child.pid for child in multiprocessing.active_children()}
+
+    for run in ("first", "second"):  # dml reproduce trains many runs in one process
+        results_path = train(load_recipe(path), tmp_path / run, progress=False)
+        assert _our_children(before) == [], f"the {run} run left its loader workers behind"
+
+    with_workers = [options for options in built if options.get("num_workers")]
+    assert len(with_workers) == 4  # per run: one training loader, one test-set loader (not one per epoch)
+    for options in with_workers:
+        assert options["multiprocessing_context"].get_start_method() != "fork"
+        assert options["persistent_workers"] is True
+    # one worker per loader, kept over 2 epochs and 2 evaluations
+    assert len(started) == len(with_workers)
+    results = load_results(results_path)
+    assert len(results.evaluations) == 2 and results.timing.iterations == 4
+    assert results.environment["data_loading"] == {
+        "num_workers": 1,
+        "num_workers_setting": 1,
+        "worker_start_method": "forkserver",
+    }
+
+
+def test_the_default_number_of_workers_fits_the_cores_shared_by_the_processes_of_the_machine(monkeypatch):
+    from dml_core.training import loaders
+
+    monkeypatch.setattr(loaders, "available_cores", lambda: 16)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert loaders.loader_workers("auto") == loaders.MAX_AUTO_WORKERS == 8
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun: four training processes on this machine
+    assert loaders.loader_workers("auto") == 3  # 16 / 4, less the training process itself
+    assert loaders.loader_workers(5) == 5  # a number is taken as it is
+    monkeypatch.setattr(loaders, "available_cores", lambda: 1)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert loaders.loader_workers("auto") == 0  # one core: loading in the training process
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "x")
+    with pytest.raises(InputError, match="LOCAL_WORLD_SIZE: expected a positive integer, found 'x'"):
+        loaders.loader_workers("auto")
+
+
+def test_recipes_default_to_auto_and_the_number_of_workers_leaves_the_content_hash_alone(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    tree = json.loads(json.dumps(RECIPE))
+    del tree["data"]["num_workers"]
+    path.write_text(yaml.safe_dump(tree))
+    recipe = load_recipe(path)
+    assert recipe.data.num_workers == "auto"
+    tree["data"]["num_workers"] = 4  # the default before "auto": recipes hashed then keep their hashes
+    path.write_text(yaml.safe_dump(tree))
+    assert load_recipe(path).content_hash() == recipe.content_hash()
+
+
+def test_a_kept_loader_without_workers_is_a_plain_one_and_pins_only_for_a_gpu():
+    from dml_core.training import loaders
+
+    dataset = torch.utils.data.TensorDataset(torch.arange(4))
+    plain = loaders.kept_loader(dataset, num_workers=0, device=torch.device("cpu"), batch_size=2)
+    assert (plain.num_workers, plain.persistent_workers, plain.pin_memory) == (0, False, False)
+    assert [batch.tolist() for (batch,) in plain] == [[0, 1], [2, 3]]
