@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import Tensor, nn
 
+from dml_core.errors import InputError
 from dml_core.losses.base import MetricLoss, check_choice, pairwise_matrix
 from dml_core.losses.mining import all_triplets, distance_weighted_triplets
 
@@ -54,39 +53,42 @@ class MarginLoss(MetricLoss):
         else:
             self.register_buffer("beta", initial)
         self._generator: torch.Generator | None = None
-        self._resumed: dict | None = None  # a checkpoint's generator state, until the device it is for is known
+        self._saved_generator: tuple[str, Tensor] | None = None  # (device type, state) from a checkpoint, not yet used
 
     def _sampler(self, device: torch.device) -> torch.Generator:
-        # One generator per loss, made on first use on the embeddings' device (multinomial needs its generator on
-        # the tensor's device): seeded, or continuing a checkpoint's draws.
+        # One generator per loss, made on first use on the embeddings' device: seeded, so reproducible; or
+        # continuing a checkpoint's, on the kind of device it ran on (a CUDA generator's state is not a CPU one's).
         if self._generator is None or self._generator.device != device:
             self._generator = torch.Generator(device=device)
-            resumed, self._resumed = self._resumed, None
-            if resumed is not None and resumed["device"] == device.type:
-                self._generator.set_state(resumed["generator"])
-            else:
-                if resumed is not None:
-                    # A CPU generator (mt19937) and a CUDA one (Philox) share no state: the draws cannot continue.
-                    warnings.warn(
-                        f"margin: the sampling generator's state was saved on {resumed['device']}, this run is on "
-                        f"{device.type}: distance-weighted sampling restarts from seed {self.seed}",
-                        stacklevel=2,
-                    )
+            if self._saved_generator is None:
                 self._generator.manual_seed(self.seed)
+            else:
+                saved_type, state = self._saved_generator
+                if saved_type != device.type:
+                    raise InputError(
+                        f"loss {self.name}: the checkpoint's triplet-sampling generator ran on {saved_type}, this run "
+                        f"embeds on {device.type}; resume on a {saved_type} device (a generator's state does not "
+                        "carry over to another kind of device)"
+                    )
+                self._generator.set_state(state)
+                self._saved_generator = None
         return self._generator
 
-    # The sampling generator's state travels in state_dict(), with the kind of device it drives (a CUDA generator's
-    # state does not fit a CPU one), so a resumed run draws the same triplets.
+    # The sampling generator's state and its kind of device travel in state_dict(), so a resumed run draws the same
+    # triplets; the state is restored when the embeddings' device is known (the first step after loading).
     def get_extra_state(self) -> dict:
-        if self._generator is None:
-            return self._resumed or {"generator": None}
-        return {"generator": self._generator.get_state(), "device": self._generator.device.type}
+        if self._generator is not None:
+            return {"generator": self._generator.get_state(), "device": self._generator.device.type}
+        saved_type, state = self._saved_generator or (None, None)
+        return {"generator": state, "device": saved_type}
 
     def set_extra_state(self, state: dict) -> None:
-        self._generator, self._resumed = None, None
-        if state.get("generator") is not None:
-            # Checkpoints written before the device was recorded come from CPU runs.
-            self._resumed = {"generator": state["generator"], "device": state.get("device", "cpu")}
+        saved = state.get("generator")
+        self._generator = None
+        # checkpoints from before the device was recorded: a CPU generator's state has its own size
+        cpu_size = torch.Generator().get_state().numel()
+        device_type = state.get("device") or ("cpu" if saved is not None and saved.numel() == cpu_size else "cuda")
+        self._saved_generator = None if saved is None else (device_type, saved)
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         dist = pairwise_matrix(embeddings, embeddings, "euclidean")

@@ -54,10 +54,18 @@ def _rng_state(device: torch.device) -> dict:
     return state
 
 
-def _restore_rng(states: list[dict] | dict, rank: int, device: torch.device) -> None:
+def _restore_rng(states: list[dict] | dict, rank: int, device: torch.device, source: str = "checkpoint") -> None:
+    """Restore this rank's generators; a run saved on another kind of device is refused (its CUDA generator has no
+    CPU counterpart, and the kernels differ: no exact resume there)."""
     state = states[rank] if isinstance(states, list) else states  # one state per rank (older checkpoints: one)
+    saved_type = "cuda" if "cuda" in state else "cpu"  # a CUDA run saves its CUDA generator's state beside the CPU one
+    if saved_type != device.type:
+        raise InputError(
+            f"{source}: written by a run on {saved_type}, resumed on {device.type}; resume on a {saved_type} device "
+            "(random streams and kernels differ between kinds of device: the run would not continue exactly)"
+        )
     torch.set_rng_state(state["torch"])
-    if device.type == "cuda" and "cuda" in state:
+    if device.type == "cuda":
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
@@ -219,10 +227,6 @@ class TrainingRun:
 
     def restore(self, state: dict) -> None:
         parts = self.parts
-        parts.model.load_state_dict(state["model"])
-        parts.loss.load_state_dict(state["loss"])
-        parts.optimizer.load_state_dict(state["optimizer"])
-        parts.scheduler.load_state_dict(state["scheduler"])
         saved_world_size = state.get("world_size", 1)
         if saved_world_size != self.process.world_size:
             raise InputError(
@@ -230,7 +234,12 @@ class TrainingRun:
                 f"{self.process.world_size}; resume with the same number of processes (each restores its own RNG "
                 "state)"
             )
-        _restore_rng(state["rng"], self.process.rank, self.device)
+        _restore_rng(state["rng"], self.process.rank, self.device, str(self.checkpoint_path))
+        # map_location="cpu" loaded every tensor on the CPU; load_state_dict copies them to the run's device
+        parts.model.load_state_dict(state["model"])
+        parts.loss.load_state_dict(state["loss"])
+        parts.optimizer.load_state_dict(state["optimizer"])
+        parts.scheduler.load_state_dict(state["scheduler"])
         self.iteration, self.evaluations, self.protocol = state["iteration"], state["evaluations"], state["protocol"]
         self.timing, self.resumed_runs = state["timing"], state["resumed_runs"] + 1
         self.git_segments = state.get("git_segments", [])

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from dml_core.errors import InputError
 from dml_core.losses import MarginLoss
 
 LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
@@ -44,6 +45,5 @@ def test_a_cuda_generators_state_loads_without_a_gpu_and_is_not_forced_into_a_cp
     loss.load_state_dict(state)  # the CPU generator would refuse a 16-byte state here
     assert loss.get_extra_state() == CUDA_STATE  # kept for the CUDA run it belongs to
     embeddings = F.normalize(torch.randn(8, 16), dim=1)
-    with pytest.warns(UserWarning, match=r"^margin: the sampling generator's state was saved on cuda, this run is on"):
-        value = loss(embeddings, LABELS)
-    assert torch.equal(value, MarginLoss(seed=3)(embeddings, LABELS))  # the draws restart from the seed
+    with pytest.raises(InputError, match=r"generator ran on cuda, this run embeds on cpu; resume on a cuda device"):
+        loss(embeddings, LABELS)  # the draws cannot continue on another kind of device: refused by name
