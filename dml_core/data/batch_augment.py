@@ -54,11 +54,9 @@ class BatchAugmentation:
         height, width = self.heights[position], self.widths[position]
         return self.cache.pixels[start : start + 3 * height * width].view(3, height, width)
 
-    def _random_crops(self, positions: torch.Tensor, boxes: list[dict]) -> torch.Tensor:
+    def _random_crops(self, positions: torch.Tensor, tops: torch.Tensor, lefts: torch.Tensor) -> torch.Tensor:
         """One gather for the whole batch: flat index of every output pixel of every sample."""
         device = self.cache.pixels.device
-        tops = torch.tensor([box["top"] for box in boxes], device=device)
-        lefts = torch.tensor([box["left"] for box in boxes], device=device)
         offsets, heights, widths = (t[positions] for t in (self.cache.offsets, self.cache.heights, self.cache.widths))
         steps = torch.arange(self.crop, device=device)
         channel = torch.arange(3, device=device)
@@ -76,6 +74,9 @@ class BatchAugmentation:
             boxes, flips = self.draw([self.heights[p] for p in positions], [self.widths[p] for p in positions], seeds)
         except ValueError as error:  # an image smaller than the crop
             raise InputError(f"image cache: {error}; use a larger resize or a smaller crop_size") from None
+        # positions, crop corners and flips: one small tensor to the device per batch, copied without waiting for it
+        tops, lefts = [box["top"] for box in boxes], [box["left"] for box in boxes]
+        keys = host_rows_to_device([positions, tops, lefts, flips], device)
         if self.config.train_crop == "random_resized_crop":
             batch = torch.stack(
                 [
@@ -92,8 +93,17 @@ class BatchAugmentation:
                 ]
             )
         else:
-            batch = self._random_crops(torch.as_tensor(positions, device=device), boxes)
+            batch = self._random_crops(keys[0], keys[1], keys[2])
         if any(flips):
-            flip = torch.tensor(flips, device=device)[:, None, None, None]
+            flip = keys[3].bool()[:, None, None, None]
             batch = torch.where(flip, batch.flip(-1), batch)
         return self.to_input_spec(v2.functional.to_dtype(batch, torch.float32, scale=True))
+
+
+def host_rows_to_device(rows: list[list[int]], device: torch.device) -> torch.Tensor:
+    """Rows of small integers as one int64 tensor on ``device``. To a GPU through pinned memory, asynchronously:
+    ``torch.tensor(list, device="cuda")`` copies from pageable memory, which waits for the GPU's queued work."""
+    host = torch.tensor(rows, dtype=torch.int64)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)

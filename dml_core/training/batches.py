@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from dml_core.data.batch_augment import BatchAugmentation
+from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.recipe import Recipe
 from dml_core.training import builders
@@ -55,7 +55,7 @@ class CachedBatches:
         for keys in EpochSlice(self.sampler, epoch, start, self.seed, self.slots):
             positions = [position for position, _ in keys]
             images = self.augmentation(positions, [seed for _, seed in keys])
-            yield images, torch.as_tensor(positions).to(self.device, non_blocking=True)
+            yield images, host_rows_to_device([positions], self.device)[0]
 
     def close(self) -> None:
         """Nothing to stop: no workers."""
