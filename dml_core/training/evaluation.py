@@ -3,7 +3,7 @@ keeping the per-query terms of the evaluations a selection rule picks, for the r
 
 from __future__ import annotations
 
-from contextlib import closing, nullcontext
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +26,6 @@ class NonFiniteEmbeddingsError(RuntimeError):
     """The model produced NaN or infinite embeddings (a diverged run, not bad user input)."""
 
 
-def autocast(device: torch.device, enabled: bool):
-    """bf16 autocast on CUDA when enabled; CPU runs stay fp32 (and deterministic)."""
-    if device.type == "cuda" and enabled:
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return nullcontext()
-
-
 def kmeans_config(recipe: Recipe) -> KMeansConfig:
     settings = recipe.evaluation
     return KMeansConfig(settings.kmeans_backend, settings.kmeans_iterations, settings.kmeans_seed)
@@ -49,18 +42,19 @@ class TestSetEmbedder:
         dataset = test_set.dataset
         if process.active:
             dataset = Subset(dataset, process.slice_of(len(dataset)))
-        self.device, self.bf16 = device, recipe.training.bf16
+        self.device = device
         workers = loader_workers(recipe.data.num_workers)
         self.loader = kept_loader(
             dataset, batch_size=recipe.training.eval_batch_size, shuffle=False, num_workers=workers, device=device
         )
 
     def __call__(self, model) -> np.ndarray:
-        """Embeddings of every item in order (model in eval mode, no gradients)."""
+        """Embeddings of every item in order (model in eval mode, no gradients), in fp32 whatever ``training.bf16``
+        says: bf16 keeps 3 significant digits, which would reorder near neighbours the exact search then ranks."""
         was_training = model.training
         model.eval()
         chunks = []
-        with torch.no_grad(), autocast(self.device, self.bf16):
+        with torch.no_grad():
             for images, _, _ in self.loader:
                 chunks.append(model.embed(images.to(self.device, non_blocking=True)).float().cpu())
         model.train(was_training)

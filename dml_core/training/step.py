@@ -4,13 +4,21 @@ bound measures exactly the work the trainer does per batch)."""
 from __future__ import annotations
 
 import dataclasses
+from contextlib import nullcontext
 
 import torch
 from torch.nn.utils import clip_grad_norm_
 
 from dml_core.recipe import TrainingSettings
 from dml_core.training.distributed import Sharding
-from dml_core.training.evaluation import autocast
+
+
+def autocast(device: torch.device, enabled: bool):
+    """bf16 autocast of the training forward on CUDA when enabled; CPU runs stay fp32 (and deterministic).
+    Evaluation embeds in fp32 always (``evaluation.TestSetEmbedder``)."""
+    if device.type == "cuda" and enabled:
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return nullcontext()
 
 
 def fp32(output):
