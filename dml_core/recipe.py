@@ -137,6 +137,8 @@ class TrainingSettings(StrictModel):
     eval_batch_size: PositiveInt = 128
     grad_clip_norm: PositiveFloat | None = None  # clip the gradients' total norm before each step (None: no clipping)
     evaluate_at_start: bool = False  # evaluate before the first update too (the mini tier's untrained numbers)
+    # deterministic kernels (CUDA too: cuDNN, cuBLAS; ``training.determinism``); false trades them for speed
+    deterministic: bool = True
 
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:
@@ -277,6 +279,7 @@ _HASHED_UNLESS_DEFAULT = {
     ("model", "width"): 1.0,
     ("model", "measure_bn_batches"): 0,
     ("training", "evaluate_at_start"): False,
+    ("training", "deterministic"): True,
 }
 
 

@@ -3,8 +3,9 @@ exact resume, and a results file that says how every number was obtained.
 
 Reproducibility: the model is initialised from the run's seed; batch order is a function of (seed, epoch) and
 each image's augmentation of (seed, epoch, batch, slot) (``seeded_batches``); the RNG states and every
-module's state go into the checkpoint. A run killed at any point and resumed with ``resume=True`` therefore
-ends with the same weights and metrics as an uninterrupted one (tested on the CPU with SIGKILL).
+module's state go into the checkpoint; kernels are deterministic for the run, on CUDA too, unless
+``training.deterministic`` is false (``determinism``). A run killed at any point and resumed with ``resume=True``
+therefore ends with the same weights and metrics as an uninterrupted one (tested on the CPU with SIGKILL).
 
 Several processes (torchrun, or a Slurm job via submitit): detected from the environment (``distributed``);
 the recipe's batch stays the global batch, only rank 0 writes checkpoints and results, and the results file
@@ -35,6 +36,7 @@ from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
 from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
+from dml_core.training.determinism import run_determinism
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
 from dml_core.training.loaders import loader_workers, loading_record
@@ -97,15 +99,18 @@ def train(
     """
     process = Process.from_environment()
     torch_device = process.device(device)
-    created_group = process.init_process_group(torch_device)
-    try:
-        return _train(
-            recipe, Path(out_dir), process, torch_device, recipe_path=recipe_path, overrides=overrides, smoke=smoke,
-            mini=mini, resume=resume, data_root=data_root, progress=progress, results_path=results_path, rerun=rerun,
-        )  # fmt: skip
-    finally:
-        if created_group:
-            process.leave_process_group()
+    # before any CUDA work of the run (cuBLAS reads its workspace setting when it starts); undone when it ends
+    with run_determinism(torch_device, recipe.training.deterministic) as determinism:
+        created_group = process.init_process_group(torch_device)
+        try:
+            return _train(
+                recipe, Path(out_dir), process, torch_device, determinism, recipe_path=recipe_path,
+                overrides=overrides, smoke=smoke, mini=mini, resume=resume, data_root=data_root, progress=progress,
+                results_path=results_path, rerun=rerun,
+            )  # fmt: skip
+        finally:
+            if created_group:
+                process.leave_process_group()
 
 
 def _train(
@@ -113,6 +118,7 @@ def _train(
     out_dir: Path,
     process: Process,
     device: torch.device,
+    determinism: dict,
     *,
     recipe_path: str | Path | None,
     overrides: list[str],
@@ -138,8 +144,6 @@ def _train(
         return results_path
 
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
-    if device.type != "cuda":
-        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(recipe.training.seed)
     root = resolve_data_root(data_root, recipe.data.root)
     run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), smoke)
@@ -164,6 +168,7 @@ def _train(
             "device": str(device),
             "distributed": run.distributed_record(),
             "data_loading": loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
+            "determinism": determinism,
         },
         protocol=run.protocol,
         evaluations=run.evaluations,
