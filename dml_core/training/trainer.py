@@ -19,7 +19,6 @@ per iteration: non-finite losses are noticed on the device and read back every `
 from __future__ import annotations
 
 import itertools
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
 from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
+from dml_core.training.clock import DeviceClock
 from dml_core.training.determinism import run_determinism
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
@@ -201,6 +201,7 @@ class TrainingRun:
         unit = self.per_epoch if settings.epochs else 1
         self.eval_every, self.checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
         self.watch = NonFiniteWatch(device)
+        self.clock = DeviceClock(device)  # waits for the GPU at timing boundaries only
         self.sync_every = settings.sync_every if device.type == "cuda" else 1
         self.iteration, self.evaluations, self.protocol = 0, [], {}
         self.timing = {
@@ -288,7 +289,7 @@ class TrainingRun:
 
     def evaluate(self) -> None:
         self.check_finite()
-        started = time.perf_counter()
+        started = self.clock.now()
         self.process.sync_buffers(self.parts.model)  # every rank embeds with rank 0's BN statistics
         try:
             result = evaluate_model(
@@ -299,7 +300,7 @@ class TrainingRun:
                 f"recipe {self.recipe.id}: evaluation after iteration {self.iteration}: {error}; "
                 f"{checkpoint_left(self.checkpoint_path)}"
             ) from None
-        seconds = time.perf_counter() - started
+        seconds = self.clock.now() - started
         self.timing["evaluation_seconds"] += seconds
         self.protocol = result.protocol
         self.evaluations.append(
@@ -346,9 +347,9 @@ class TrainingRun:
     def _epoch(self, forward, batches, labels_on_device: torch.Tensor, bar: tqdm) -> None:
         """One epoch's batches from the current iteration, or up to the end of the run."""
         parts, settings, timing = self.parts, self.recipe.training, self.timing
-        segment_start = wait_start = time.perf_counter()
+        segment_start = wait_start = self.clock.now()
         for images, positions in batches:
-            timing["data_wait_seconds"] += time.perf_counter() - wait_start
+            timing["data_wait_seconds"] += self.clock.host() - wait_start
             labels = labels_on_device[positions]
             loss = train_step(
                 forward, parts.loss, parts.optimizer, parts.scheduler, images, labels, settings, parts.sharding
@@ -360,19 +361,19 @@ class TrainingRun:
             if self.iteration % self.sync_every == 0:
                 self.check_finite()
             if self.iteration % self.eval_every == 0 or self.iteration == self.total:
-                timing["train_seconds"] += time.perf_counter() - segment_start
+                timing["train_seconds"] += self.clock.now() - segment_start
                 self.evaluate()
                 if "R@1" in self.evaluations[-1]["metrics"]:
                     bar.set_postfix(R1=f"{self.evaluations[-1]['metrics']['R@1']:.2f}")
-                segment_start = time.perf_counter()
+                segment_start = self.clock.now()
             if self.iteration % self.checkpoint_every == 0 or self.iteration == self.total:
-                timing["train_seconds"] += time.perf_counter() - segment_start
+                timing["train_seconds"] += self.clock.now() - segment_start
                 self.checkpoint(finished=self.iteration == self.total)
-                segment_start = time.perf_counter()
+                segment_start = self.clock.now()
             if self.iteration >= self.total:
                 break
-            wait_start = time.perf_counter()
-        timing["train_seconds"] += time.perf_counter() - segment_start
+            wait_start = self.clock.host()
+        timing["train_seconds"] += self.clock.now() - segment_start
 
     def distributed_record(self) -> dict:
         return {
