@@ -166,6 +166,8 @@ def _train(
         environment={
             **provenance.environment(),
             "device": str(device),
+            # the run's GPU (not the machine's first), none for a CPU run on a GPU machine: tables name the device by it
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "distributed": run.distributed_record(),
             "data_loading": loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
             "determinism": determinism,

@@ -7,6 +7,7 @@ import inspect
 import pytest
 import torch
 import torch.distributed as dist
+import yaml
 from torch.distributed.constants import default_pg_nccl_timeout, default_pg_timeout
 
 from dml_core.errors import InputError
@@ -93,3 +94,20 @@ def test_a_gpu_job_binds_nccl_to_its_gpu_and_waits_for_rank_0s_metrics_in_a_cpu_
     process.leave_process_group()
     process.broadcast("metrics", long_wait=True)
     assert calls[-1] == "destroyed" and broadcasts[-1] is None
+
+
+@pytest.mark.slow
+def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, monkeypatch):
+    """Tables name a run's device by ``environment.gpu``: the machine's first GPU was recorded for every run."""
+    from dml_core import provenance
+    from dml_core.recipes import load_recipe
+    from dml_core.results import load_results
+    from dml_core.training import train
+    from tests.training.test_determinism import RECIPE
+
+    machine = provenance.environment()
+    monkeypatch.setattr(provenance, "environment", lambda: {**machine, "gpu": "Fake GPU"})  # what it says there
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(RECIPE))
+    results = load_results(train(load_recipe(path), tmp_path / "run", data_root=tmp_path, device="cpu", progress=False))
+    assert (results.environment["device"], results.environment["gpu"]) == ("cpu", None)
