@@ -22,7 +22,8 @@ class LoaderBatches:
     """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous).
 
     One loader for the whole run (``loaders.kept_loader``): its workers start once and serve every epoch, the
-    epoch and start batch read from ``EpochSlice`` when each epoch begins; ``close`` lets them go."""
+    epoch and start batch read from ``EpochSlice`` when each epoch begins (one epoch at a time: starting one ends
+    the iteration of the one before); ``close`` lets them go."""
 
     def __init__(
         self, train_set, sampler, seed: int, num_workers: int, device: torch.device, slots: list[int] | None = None

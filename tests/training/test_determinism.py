@@ -5,24 +5,11 @@ import os
 
 import pytest
 import torch
-import yaml
 
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import train, trainer
-
-# One iteration of a narrow backbone, evaluated once: the smallest run the trainer makes.
-RECIPE = {
-    "id": "tiny-determinism",
-    "data": {"dataset": "embedded", "num_workers": 0,
-             "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"}},
-    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
-    "loss": {"name": "multi_similarity"},
-    "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
-    "optimizer": {"name": "adam", "lr": 1e-3},
-    "training": {"iterations": 1, "eval_every": 1, "checkpoint_every": 1, "eval_batch_size": 512},
-    "evaluation": {"recall_ks": [1], "metrics": ["recall"]},
-}  # fmt: skip
+from tests.training.tiny_runs import recipe_file, tiny_run
 
 
 @pytest.fixture
@@ -50,8 +37,7 @@ def _switches() -> tuple:
 def _train_tiny(tmp_path, monkeypatch, **training) -> tuple:
     """Train the tiny run; the switches seen while it trained, and its results file."""
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump({**RECIPE, "training": {**RECIPE["training"], **training}}))
+    path = recipe_file(tmp_path, tiny_run(training=training))
     seen, real_train = [], trainer.TrainingRun.train
 
     def train_and_look(run, progress):
@@ -110,9 +96,7 @@ def test_a_cuda_run_sets_the_cuda_determinism_switches_and_undoes_them(switches_
 
 
 def test_the_default_keeps_every_recipe_s_hash(tmp_path):
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(RECIPE))
-    default = load_recipe(path)
-    path.write_text(yaml.safe_dump({**RECIPE, "training": {**RECIPE["training"], "deterministic": True}}))
-    assert load_recipe(path).content_hash() == default.content_hash()
+    default = load_recipe(recipe_file(tmp_path, tiny_run()))
+    explicit = load_recipe(recipe_file(tmp_path, tiny_run(training={"deterministic": True})))
+    assert explicit.content_hash() == default.content_hash()
     assert "deterministic" not in default.computation()["training"]

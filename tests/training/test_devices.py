@@ -7,7 +7,6 @@ import inspect
 import pytest
 import torch
 import torch.distributed as dist
-import yaml
 from torch.distributed.constants import default_pg_nccl_timeout, default_pg_timeout
 
 from dml_core.errors import InputError
@@ -103,11 +102,10 @@ def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, monkeypatch):
     from dml_core.recipes import load_recipe
     from dml_core.results import load_results
     from dml_core.training import train
-    from tests.training.test_determinism import RECIPE
+    from tests.training.tiny_runs import TINY_RUN, recipe_file
 
     machine = provenance.environment()
     monkeypatch.setattr(provenance, "environment", lambda: {**machine, "gpu": "Fake GPU"})  # what it says there
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(RECIPE))
+    path = recipe_file(tmp_path, TINY_RUN)
     results = load_results(train(load_recipe(path), tmp_path / "run", data_root=tmp_path, device="cpu", progress=False))
     assert (results.environment["device"], results.environment["gpu"]) == ("cpu", None)

@@ -2,35 +2,25 @@
 fork: a forked worker that frees an earlier run's CUDA tensor aborts), kept across epochs and evaluations, gone
 when a run ends; and how many there are by default."""
 
-import json
 import multiprocessing
 import multiprocessing.process
 
 import pytest
 import torch
-import yaml
 from torch.utils.data import DataLoader
 
 from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import train
+from tests.training.tiny_runs import recipe_file, tiny_run
 
 # Two epochs of two batches, evaluated after each.
-RECIPE = {
-    "id": "tiny-workers",
-    "data": {
-        "dataset": "embedded",
-        "num_workers": 1,
-        "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"},
-    },
-    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
-    "loss": {"name": "multi_similarity"},
-    "sampler": {"name": "pk", "params": {"classes_per_batch": 47, "images_per_class": 12}},
-    "optimizer": {"name": "adam", "lr": 1e-3},
-    "training": {"epochs": 2, "eval_every": 1, "checkpoint_every": 1, "eval_batch_size": 512},
-    "evaluation": {"recall_ks": [1], "metrics": ["recall"]},
-}
+RECIPE = tiny_run(
+    data={"num_workers": 1},
+    sampler={"params": {"classes_per_batch": 47, "images_per_class": 12}},
+    training={"iterations": None, "epochs": 2},
+)
 
 
 @pytest.fixture
@@ -62,8 +52,7 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
 ):
     built, started = loaders_and_worker_starts
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(RECIPE))
+    path = recipe_file(tmp_path, RECIPE)
     before = {child.pid for child in multiprocessing.active_children()}
 
     for run in ("first", "second"):  # dml reproduce trains many runs in one process
@@ -104,15 +93,12 @@ def test_the_default_number_of_workers_fits_the_cores_shared_by_the_processes_of
 
 
 def test_recipes_default_to_auto_and_the_number_of_workers_leaves_the_content_hash_alone(tmp_path):
-    path = tmp_path / "recipe.yaml"
-    tree = json.loads(json.dumps(RECIPE))
+    tree = tiny_run()
     del tree["data"]["num_workers"]
-    path.write_text(yaml.safe_dump(tree))
-    recipe = load_recipe(path)
+    recipe = load_recipe(recipe_file(tmp_path, tree))
     assert recipe.data.num_workers == "auto"
-    tree["data"]["num_workers"] = 4  # the default before "auto": recipes hashed then keep their hashes
-    path.write_text(yaml.safe_dump(tree))
-    assert load_recipe(path).content_hash() == recipe.content_hash()
+    # the default before "auto" was 4: the recipes hashed then keep their hashes
+    assert load_recipe(recipe_file(tmp_path, tiny_run(data={"num_workers": 4}))).content_hash() == recipe.content_hash()
 
 
 def test_a_kept_loader_without_workers_is_a_plain_one_and_pins_only_for_a_gpu():

@@ -18,18 +18,10 @@ from dml_core.training import trainer
 from dml_core.training.clock import DeviceClock
 from dml_core.training.distributed import SINGLE_PROCESS
 from dml_core.training.setup import build_run
+from tests.training.tiny_runs import tiny_run
 
 STEP_ON_HOST, STEP_ON_DEVICE, EVALUATION, CHECKPOINT = 0.01, 1.0, 0.5, 0.2
-RECIPE = {
-    "id": "tiny-timing",
-    "data": {"dataset": "embedded", "num_workers": 0,
-             "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"}},
-    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
-    "loss": {"name": "multi_similarity"},
-    "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
-    "optimizer": {"name": "adam", "lr": 1e-3},
-    "training": {"iterations": 6, "eval_every": 3, "checkpoint_every": 2},
-}  # fmt: skip
+RECIPE = tiny_run(training={"iterations": 6, "eval_every": 3, "checkpoint_every": 2})
 
 
 class FakeGpu:
