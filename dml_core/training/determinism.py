@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import torch
 
 CUBLAS_WORKSPACE_VARIABLE = "CUBLAS_WORKSPACE_CONFIG"
-CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"  # what torch's reproducibility notes give for deterministic cuBLAS
+# The settings torch's reproducibility notes give for deterministic cuBLAS (the first unless one is already set).
+CUBLAS_DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,10 @@ def run_settings(device: torch.device, deterministic: bool) -> DeterminismSettin
     found = os.environ.get(CUBLAS_WORKSPACE_VARIABLE)
     if not deterministic:
         return DeterminismSettings(False, False, False, device.type == "cuda", found)
-    cublas = CUBLAS_DETERMINISTIC_WORKSPACE if device.type == "cuda" else found
+    if device.type != "cuda" or found in CUBLAS_DETERMINISTIC_WORKSPACES:
+        cublas = found
+    else:
+        cublas = CUBLAS_DETERMINISTIC_WORKSPACES[0]
     return DeterminismSettings(True, True, True, False, cublas)
 
 

@@ -73,7 +73,7 @@ def test_a_run_that_trades_determinism_for_speed_says_so_and_changes_its_hash(tm
     assert results.recipe.content["training"]["deterministic"] is False
 
 
-def test_a_cuda_run_sets_the_cuda_determinism_switches_and_undoes_them(switches_kept):
+def test_a_cuda_run_sets_the_cuda_determinism_switches_and_undoes_them(switches_kept, monkeypatch):
     from dml_core.training.determinism import run_determinism
 
     torch.use_deterministic_algorithms(False)
@@ -93,6 +93,9 @@ def test_a_cuda_run_sets_the_cuda_determinism_switches_and_undoes_them(switches_
     with run_determinism(torch.device("cuda", 0), deterministic=False):
         assert _switches() == (False, False, False, True, None)  # cuDNN benchmarks: the fast algorithms
     assert _switches() == before
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")  # the other deterministic setting, chosen before
+    with run_determinism(torch.device("cuda", 0), deterministic=True):
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
 
 
 def test_the_default_keeps_every_recipe_s_hash(tmp_path):
