@@ -10,7 +10,7 @@ import torch.distributed as dist
 from torch.distributed.constants import default_pg_nccl_timeout, default_pg_timeout
 
 from dml_core.errors import InputError
-from dml_core.training.distributed import EVALUATION_WAIT, SINGLE_PROCESS, Process
+from dml_core.training.distributed import SINGLE_PROCESS, Process
 
 
 @pytest.fixture
@@ -71,6 +71,8 @@ def _arguments(function, args, kwargs) -> dict:
 
 
 def test_a_gpu_job_binds_nccl_to_its_gpu_and_waits_for_rank_0s_metrics_in_a_cpu_group_of_long_timeout(monkeypatch):
+    from dml_core.training.distributed import EVALUATION_WAIT
+
     calls = []
     real_init, real_new_group = dist.init_process_group, dist.new_group
     monkeypatch.setattr(dist, "is_initialized", lambda: False)

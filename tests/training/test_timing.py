@@ -15,7 +15,6 @@ import torch
 
 from dml_core.recipe import Recipe
 from dml_core.training import trainer
-from dml_core.training.clock import DeviceClock
 from dml_core.training.distributed import SINGLE_PROCESS
 from dml_core.training.setup import build_run
 from tests.training.tiny_runs import tiny_run
@@ -63,6 +62,8 @@ def gpu(monkeypatch, tmp_path):
 
 
 def test_queued_training_work_is_booked_as_training_time(gpu, tmp_path):
+    from dml_core.training.clock import DeviceClock
+
     recipe = Recipe.model_validate(RECIPE)
     device = torch.device("cpu")
     parts = build_run(recipe, tmp_path / "data", device)
