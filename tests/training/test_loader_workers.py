@@ -2,6 +2,7 @@
 fork: a forked worker that frees an earlier run's CUDA tensor aborts), kept across epochs and evaluations, gone
 when a run ends; and how many there are by default."""
 
+import copy
 import multiprocessing
 import multiprocessing.process
 
@@ -15,9 +16,10 @@ from dml_core.results import load_results
 from dml_core.training import train
 from tests.training.tiny_runs import recipe_file, tiny_run
 
-# Two epochs of two batches, evaluated after each.
+# Two epochs of two batches, evaluated after each, after a batch that measures BN statistics.
 RECIPE = tiny_run(
     data={"num_workers": 1},
+    model={"measure_bn_batches": 1},  # a first epoch begun and left before training starts it again
     sampler={"params": {"classes_per_batch": 47, "images_per_class": 12}},
     training={"iterations": None, "epochs": 2},
 )
@@ -73,6 +75,13 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
         "num_workers_setting": 1,
         "worker_start_method": "forkserver",
     }
+    # the kept loader's batches are those of loading in the training process: the same metrics to the last digit
+    in_process = copy.deepcopy(RECIPE)
+    in_process["data"]["num_workers"] = 0
+    without_workers = load_results(
+        train(load_recipe(recipe_file(tmp_path, in_process)), tmp_path / "in-process", progress=False)
+    )
+    assert [e.metrics for e in without_workers.evaluations] == [e.metrics for e in results.evaluations]
 
 
 def test_the_default_number_of_workers_fits_the_cores_shared_by_the_processes_of_the_machine(monkeypatch):
