@@ -110,6 +110,52 @@ def test_steps_bound_is_enough_for_the_largest_component():
     torch.testing.assert_close(prim_forest(masked, steps=6), prim_forest(masked))
 
 
+def sequential_prim(weights: torch.Tensor) -> list[int]:
+    """Prim's algorithm one component at a time, in plain Python, by the documented rules: each component's root is
+    its lowest-index vertex, the next vertex is the unvisited one with the lightest edge to the tree (ties: the lowest
+    index), and its parent the tree vertex that first offered that weight (a later, equal edge does not replace it)."""
+    w = weights.tolist()
+    n = len(w)
+    parent, visited = [-1] * n, [False] * n
+    for root in range(n):
+        if visited[root]:
+            continue
+        visited[root] = True
+        key = {j: (w[root][j], root) for j in range(n) if not visited[j] and j != root and w[root][j] < INF}
+        while key:
+            vertex = min(key, key=lambda j: (key[j][0], j))
+            parent[vertex] = key.pop(vertex)[1]
+            visited[vertex] = True
+            for j in range(n):
+                if not visited[j] and j != vertex and w[vertex][j] < key.get(j, (INF,))[0]:
+                    key[j] = (w[vertex][j], vertex)
+    return parent
+
+
+def neat_stream(seed: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Distances and labels of a random neat stream: m classes x K samples in random order, integer-valued
+    coordinates on a small grid (many equal distances, some zero), and K."""
+    gen = torch.Generator().manual_seed(seed)
+    m, k = int(torch.randint(1, 13, (1,), generator=gen)), int(torch.randint(1, 11, (1,), generator=gen))
+    labels = torch.arange(m).repeat_interleave(k)[torch.randperm(m * k, generator=gen)]
+    x = torch.randint(0, 3, (m * k, 2), generator=gen).double()
+    return torch.cdist(x, x), labels, k
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_class_forest_in_k_steps_is_the_n_step_forest_and_sequential_prims(seed):
+    distances, labels, k = neat_stream(seed)
+    bounded = class_forest(distances, labels, largest_class=k)
+    assert torch.equal(bounded, class_forest(distances, labels))  # N steps
+    assert bounded.tolist() == sequential_prim(distances.masked_fill(labels[:, None] != labels[None], INF))
+
+
+def test_a_bound_short_of_the_largest_class_fails_instead_of_dropping_edges():
+    distances, labels, k = neat_stream(3)
+    with pytest.raises(RuntimeError, match=f"prim_forest: {k - 1} steps leave a component unfinished"):
+        class_forest(distances, labels, largest_class=k - 1)
+
+
 def test_selection_carries_no_gradient():
     x = torch.randn(5, 3, requires_grad=True)
     parent = class_forest(torch.cdist(x, x), torch.zeros(5, dtype=torch.long))
