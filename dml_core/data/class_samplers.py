@@ -30,6 +30,9 @@ class EpochBatchSampler:
     """Shared machinery: seed/epoch bookkeeping and a per-epoch cache of the batch list."""
 
     group_sizes: tuple[int, ...]
+    # Images of each class in every group of a batch (a PK batch's K); None where the count is not fixed. Losses
+    # that loop over a class's samples (damlrrm's Prim trees) take it instead of reading the labels (a host sync).
+    images_per_class: int | None = None
 
     def __init__(self, labels: Sequence[int] | np.ndarray, seed: int = 0) -> None:
         self.labels = np.asarray(labels, dtype=np.int64)
@@ -114,6 +117,7 @@ class PKSampler(EpochBatchSampler):
         _check_pk(self.classes, classes_per_batch, images_per_class, "PK sampler")
         self.p, self.k = classes_per_batch, images_per_class
         self.group_sizes = (self.p * self.k,)
+        self.images_per_class = images_per_class
 
     def class_blocks(self) -> list[list[Chunk]]:
         """This epoch's batches as lists of (class, K positions) blocks."""

@@ -40,6 +40,7 @@ class TwoStreamSampler(EpochBatchSampler):
         self.neat = PKSampler(self.labels, classes_per_batch, images_per_class, seed)
         self.neat_size = self.shuffled_size = classes_per_batch * images_per_class
         self.group_sizes = (self.neat_size, self.shuffled_size)
+        self.images_per_class = images_per_class  # in the neat stream (the shuffled one has any number)
         sizes = {None: len(self.labels) // 2, "all": len(self.labels)}
         pool_size = sizes[shuffled_pool_size] if shuffled_pool_size in sizes else shuffled_pool_size
         if not isinstance(pool_size, int) or not self.shuffled_size <= pool_size <= len(self.labels):
@@ -110,6 +111,7 @@ class PairedClassSampler(EpochBatchSampler):
         self.first = PKSampler(self.labels, classes_per_batch, images_per_class, seed, min_class_size)
         self.k, self.avoid_repeats = images_per_class, avoid_repeats
         self.group_sizes = (classes_per_batch * images_per_class,) * 2
+        self.images_per_class = images_per_class
 
     def set_epoch(self, epoch: int) -> None:
         super().set_epoch(epoch)

@@ -66,6 +66,9 @@ class DAMLRRMLoss(MetricLoss):
       The tree and NN are chosen on the current (detached) distances each iteration; the tree's root is
       each class's first neat sample (Prim's arbitrary start vertex; it does not change a tree with
       distinct weights).
+    ``images_per_class``: the most images one class has in the neat stream (the PK sampler's K, filled in from
+    the run's sampler), which bounds Prim's loop: K steps grow every class tree, where the neat stream's size
+    (the default, None) takes m*K steps to the same forest. A batch with a larger class fails an assertion.
     Ablations: ``use_graph_loss=False`` is Table 6's OURS1 (shuffled loss only); ``use_shuffled_loss=False``
     is Table 7's OURS2 (graph loss only; a one-group batch is then allowed) and, with
     ``positive_pairs="all"``, Table 7's "Full PPs" (every positive pair instead of the tree).
@@ -84,6 +87,7 @@ class DAMLRRMLoss(MetricLoss):
         use_shuffled_loss: bool = True,
         shuffled_negatives: str = "cross",
         distance: str = "euclidean",
+        images_per_class: int | None = None,
     ) -> None:
         super().__init__()
         check_choice(positive_pairs, POSITIVE_PAIRS, self.name, "positive_pairs")
@@ -95,6 +99,9 @@ class DAMLRRMLoss(MetricLoss):
         self.group_sizes = None if group_sizes is None else tuple(group_sizes)
         self.positive_pairs, self.shuffled_negatives = positive_pairs, shuffled_negatives
         self.use_graph_loss, self.use_shuffled_loss = use_graph_loss, use_shuffled_loss
+        if images_per_class is not None and images_per_class < 1:
+            raise InputError(f"damlrrm: images_per_class must be at least 1, found {images_per_class}")
+        self.images_per_class = images_per_class
 
     def graph_loss(self, neat: Tensor, labels: Tensor) -> Tensor:
         """Eq. 4 on the neat stream."""
@@ -102,7 +109,7 @@ class DAMLRRMLoss(MetricLoss):
         same = labels.unsqueeze(0) == labels.unsqueeze(1)
         upper = torch.ones_like(same).triu(diagonal=1)
         if self.positive_pairs == "tree":
-            tree = forest_mask(class_forest(dist, labels))
+            tree = forest_mask(class_forest(dist, labels, self.images_per_class))
             positive = tree | tree.T  # each edge once: keep the upper-triangle copy
             positive = positive & upper
         else:

@@ -3,8 +3,9 @@
 ``build_loss(name, **params)`` constructs a loss from a recipe's ``loss`` (``name`` and ``params``), with clear
 errors. A composite loss (``CompositeLoss``: cgml, drml) is built through its ``from_recipe``: the builder
 hands it ``build_base_loss``, which builds the base loss the recipe names, so no loss module imports this one.
-``with_run_values`` is the one rule that fills a run's class count, embedding width and batch groups into a
-loss's parameters, for the top loss (the trainer's ``build_loss_for``) and the base losses inside a composite.
+``with_run_values`` is the one rule that fills a run's class count, embedding width, batch groups and images per
+class into a loss's parameters, for the top loss (the trainer's ``build_loss_for``) and the base losses inside a
+composite.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ ALIASES = {"graph_consistency": GraphConsistencyLoss}
 LOSSES: dict[str, type[MetricLoss]] = {cls.name: cls for cls in LOSS_CLASSES} | ALIASES
 
 # What a run fills in (``with_run_values``); a recipe may set them, never has to.
-RUN_VALUES = ("num_classes", "embedding_dim", "group_sizes")
+RUN_VALUES = ("num_classes", "embedding_dim", "group_sizes", "images_per_class")
 
 
 def loss_parameters(name: str) -> dict[str, inspect.Parameter]:
@@ -91,16 +92,23 @@ def with_run_values(
     num_classes: int | None = None,
     embedding_dim: int | None = None,
     group_sizes: tuple[int, ...] | None = None,
+    images_per_class: int | None = None,
 ) -> dict[str, Any]:
     """``params`` with the run's values for those of ``RUN_VALUES`` that the loss ``name`` takes and ``params``
-    leaves unset (a value of None fills nothing). Proxies need the first two, two-stream losses the last.
+    leaves unset (a value of None fills nothing). Proxies need the first two, two-stream losses the group sizes;
+    damlrrm takes the sampler's images per class (the bound of its Prim loop).
 
     >>> with_run_values("proxy_anchor", {"alpha": 64.0}, num_classes=10, embedding_dim=512, group_sizes=(60, 60))
     {'alpha': 64.0, 'num_classes': 10, 'embedding_dim': 512}
     """
     filled = dict(params)
     accepted = loss_parameters(name) if name in LOSSES else {}  # build_loss reports an unknown name
-    run = {"num_classes": num_classes, "embedding_dim": embedding_dim, "group_sizes": group_sizes}
+    run = {
+        "num_classes": num_classes,
+        "embedding_dim": embedding_dim,
+        "group_sizes": group_sizes,
+        "images_per_class": images_per_class,
+    }
     for key, value in run.items():
         if key in accepted and key not in filled and value is not None:
             filled[key] = value
@@ -142,7 +150,8 @@ def build_base_loss(
 ) -> nn.Module:
     """The base loss ``name`` of the composite ``owner``, with ``params`` and the run's values that it takes.
 
-    Group sizes describe the composite's batch, not what its base loss sees, so they are not passed on.
+    Group sizes and images per class describe the composite's batch, not what its base loss sees, so they are not
+    passed on.
     """
     if name in LOSSES and issubclass(LOSSES[name], CompositeLoss):
         itself = " itself" if LOSSES[name] is LOSSES[owner] else " (a composite loss)"

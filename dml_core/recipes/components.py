@@ -5,8 +5,8 @@ here they are checked against the constructor of the registered component (for a
 ``losses.loss_parameters`` lists: a composite's recipe form): unknown names (with the accepted ones), missing
 required ones, and values against the type annotations (pydantic). A nested base loss (cgml's and drml's ``base`` /
 ``base_params``) is checked the same way. Parameters the builder fills in from the run (``num_classes``,
-``embedding_dim``, ``group_sizes``, a sampler's ``labels`` and ``seed``, a head's input and output widths) are not
-required.
+``embedding_dim``, ``group_sizes``, ``images_per_class``, a sampler's ``labels`` and ``seed``, a head's input and
+output widths) are not required.
 """
 
 from __future__ import annotations

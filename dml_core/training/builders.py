@@ -98,11 +98,18 @@ def embedding_dim_of(model: EmbeddingModel, recipe: Recipe) -> int:
     return int(width)
 
 
-def build_loss_for(recipe: Recipe, num_classes: int, embedding_dim: int, group_sizes: tuple[int, ...]) -> nn.Module:
-    """The recipe's loss; ``num_classes``, ``embedding_dim`` and ``group_sizes`` are filled in when the loss
-    takes them and the recipe does not set them (``with_run_values``, the rule its base losses follow too)."""
+def build_loss_for(
+    recipe: Recipe,
+    num_classes: int,
+    embedding_dim: int,
+    group_sizes: tuple[int, ...],
+    images_per_class: int | None = None,
+) -> nn.Module:
+    """The recipe's loss; ``num_classes``, ``embedding_dim``, ``group_sizes`` and ``images_per_class`` (the
+    sampler's) are filled in when the loss takes them and the recipe does not set them (``with_run_values``, the
+    rule its base losses follow too)."""
     name = recipe.loss.name
-    params = with_run_values(name, recipe.loss.params, num_classes, embedding_dim, group_sizes)
+    params = with_run_values(name, recipe.loss.params, num_classes, embedding_dim, group_sizes, images_per_class)
     return build_loss(name, **params)
 
 

@@ -45,7 +45,11 @@ def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process
     train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
     sampler = builders.build_sampler(recipe, dense_labels)
     loss = builders.build_loss_for(
-        recipe, int(dense_labels.max()) + 1, builders.embedding_dim_of(model, recipe), sampler.group_sizes
+        recipe,
+        int(dense_labels.max()) + 1,
+        builders.embedding_dim_of(model, recipe),
+        sampler.group_sizes,
+        sampler.images_per_class,
     )
     sharding = Sharding(process, sampler.group_sizes)
     batchnorm_statistics = use_global_batchnorm(model, process, device)

@@ -3,8 +3,11 @@ import doctest
 import pytest
 import torch
 
+from dml_core.data import PKSampler, RandomBatchSampler, TwoStreamSampler
 from dml_core.errors import InputError
-from dml_core.losses import DAMLRRMLoss, build_loss, damlrrm
+from dml_core.losses import DAMLRRMLoss, build_loss, damlrrm, with_run_values
+from tests.cuda_guards.cuda_kernels import CudaGuard
+from tests.cuda_guards.host_syncs import HostSyncs
 from tests.losses.helpers import random_batch, value_and_grad
 
 # A 1-D two-stream batch, alpha 1, beta 0.25 (positives should be within 0.75, negatives beyond 1.25).
@@ -107,6 +110,8 @@ def test_bad_settings_are_input_errors():
         DAMLRRMLoss(group_sizes=(5,))(X[:5], Y[:5])
     with pytest.raises(InputError, match=r"group_sizes \(4, 3\) must be one or two sizes summing to"):
         DAMLRRMLoss(group_sizes=(4, 3))(X, Y)
+    with pytest.raises(InputError, match="damlrrm: images_per_class must be at least 1, found 0"):
+        DAMLRRMLoss(images_per_class=0)
 
 
 def test_doctests():
@@ -129,3 +134,48 @@ def test_gradient_descent_reaches_the_boundary_constraints():
         value.backward()
         optimizer.step()
     assert first > 0.1 and fn(x, y).item() < 1e-3 * first
+
+
+def two_stream_batch(seed: int, classes: int = 12, per_class: int = 5, dim: int = 16):
+    """A paper-shaped batch ``[neat | shuffled]``: the neat stream's classes x per_class in random order, the
+    shuffled stream's labels drawn from those classes and three more; float32 embeddings 30 apart on average."""
+    gen = torch.Generator().manual_seed(seed)
+    n = classes * per_class
+    neat = torch.arange(classes).repeat_interleave(per_class)[torch.randperm(n, generator=gen)]
+    labels = torch.cat([neat, torch.randint(0, classes + 3, (n,), generator=gen)])
+    return 20.0 * torch.randn(2 * n, dim, generator=gen), labels
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_prim_in_images_per_class_steps_gives_the_same_loss_and_gradient_to_the_bit(seed):
+    x, labels = two_stream_batch(seed)
+    bounded = DAMLRRMLoss(group_sizes=(60, 60), images_per_class=5)
+    full = DAMLRRMLoss(group_sizes=(60, 60))  # Prim over all 60 vertices of the neat stream
+    value, grad = value_and_grad(lambda e: bounded(e, labels), x)
+    full_value, full_grad = value_and_grad(lambda e: full(e, labels), x)
+    assert value > 0 and torch.equal(value, full_value) and torch.equal(grad, full_grad)
+    assert torch.equal(bounded.last_terms["graph"], full.last_terms["graph"])
+
+
+def test_a_neat_class_larger_than_images_per_class_fails():
+    x, labels = two_stream_batch(0, classes=4, per_class=6)
+    with pytest.raises(RuntimeError, match="prim_forest: 5 steps leave a component unfinished"):
+        DAMLRRMLoss(group_sizes=(24, 24), images_per_class=5)(x, labels)
+
+
+def test_the_bounded_step_needs_no_host_sync_and_runs_as_cuda_would():
+    x, labels = two_stream_batch(1)
+    x.requires_grad_(True)
+    with HostSyncs() as syncs, CudaGuard(host_only_numpy=True):
+        DAMLRRMLoss(group_sizes=(60, 60), images_per_class=5)(x, labels).backward()
+    assert syncs.total == 0 and x.grad is not None
+
+
+def test_the_run_fills_in_the_samplers_images_per_class():
+    labels = torch.arange(20).repeat_interleave(6).numpy()
+    sampler = TwoStreamSampler(labels, classes_per_batch=12, images_per_class=5)
+    assert PKSampler(labels, 12, 5).images_per_class == 5 and RandomBatchSampler(labels, 60).images_per_class is None
+    run = {"group_sizes": sampler.group_sizes, "images_per_class": sampler.images_per_class}
+    assert with_run_values("damlrrm", {}, **run) == {"group_sizes": (60, 60), "images_per_class": 5}
+    assert with_run_values("damlrrm", {"images_per_class": 6}, **run)["images_per_class"] == 6  # a recipe's own
+    assert build_loss("damlrrm", **with_run_values("damlrrm", {}, **run)).images_per_class == 5
