@@ -1,5 +1,14 @@
-"""Training throughput per paper's main recipe: steady-state iterations/s end to end, next to the model-only
-bound measured in the same run (same model, batch, loss and optimiser step, the batch already on the device).
+"""Training throughput per paper's main recipe: three figures, each measured alone, their ratios from the same run.
+
+- end to end: the trainer's step (``train_step``) on the run's batch source, loader workers or device cache;
+- model-only: the same step on one batch already on the device (the real loss and optimiser), once the end-to-end
+  batch source is torn down (its loader workers gone: nothing of it runs beside the measurement);
+- backbone bound: the same model, batch, precision and optimiser with a trivial loss (the mean of every output),
+  what the step would cost with a free loss.
+Where a step's time goes (data wait, forward, loss, backward, optimiser, host syncs) is measured on a few more
+end-to-end steps after the timed ones (``step_phases``): with torch.profiler on a GPU, with wall clocks on the CPU.
+The ops of its forward, loss and backward that would make the host wait for a GPU are counted on one more step
+(``step_phases``), and each paper's loss's dispatched ops per step at the paper's and the smoke shape (``loss_ops``).
 
 On a CUDA machine: the paper-scale recipe (image size, batch, backbone, loss) on the embedded glyph dataset —
 the datasets cannot be downloaded onto the measuring machine, and the images are decoded and augmented at the
@@ -8,40 +17,39 @@ On a CPU: the smoke version of each recipe, a reduced check that the measurement
 Each recipe runs on both data pipelines: "pil" (DataLoader workers, the reference) and "cache" (the decoded
 uint8 cache augmented on the device, the fast path the targets are for; with DML_BENCH_DATA_ROOT it needs
 `dml prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use).
+The steps run under the run's determinism settings, as the trainer's do.
 Writes tables/benchmarks/training-<device>.json.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import multiprocessing
 import os
 import platform
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 import torch
 
 from dml_core.atomic_io import atomic_write_json
-from dml_core.recipes import load_recipe, smoke_version
+from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
+from tests.benchmarks.loss_ops import BUDGETS, MAIN_RECIPES, SHAPES, loss_ops_per_step, main_recipe
+from tests.benchmarks.step_phases import StepPhases, mean_of_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(os.environ.get("DML_BENCH_OUT") or ROOT / "tables" / "benchmarks")  # tests write elsewhere
-# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed).
-MAIN_RECIPES = {
-    "damlrrm": "ours-cub200",
-    "anml": "danml-cub200",
-    "gpw": "pair-e-cub200",
-    "drml": "drml-pa-cub200",
-    "cgml": "cgml-binomial-cub200",
-}
 ON_CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if ON_CUDA else "cpu")
 WARMUP, MEASURED_ITERATIONS = (20, 100) if ON_CUDA else (1, 3)
+PHASE_STEPS = 10 if ON_CUDA else 3  # end-to-end steps whose time is split into phases, after the measured ones
 # "pil": decoding and augmentation in DataLoader workers (the reference); "cache": the decoded uint8 cache,
-# augmented on the device (the fast path the targets are for). Both are measured, each next to its own bound.
+# augmented on the device (the fast path the targets are for). Both are measured, each next to its own bounds.
 PIPELINES = ("pil", "cache")
 REPORT: dict[str, dict] = {}
 
@@ -51,15 +59,11 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _setup(paper: str, data_root: Path, pipeline: str):
-    recipe = load_recipe(f"{paper}/{MAIN_RECIPES[paper]}", [f"data.pipeline={pipeline}"])
-    if not ON_CUDA:
-        recipe = smoke_version(recipe)
-    elif "DML_BENCH_DATA_ROOT" not in os.environ:
+def _recipe(paper: str, pipeline: str):
+    recipe = main_recipe(paper, "paper" if ON_CUDA else "smoke", [f"data.pipeline={pipeline}"])
+    if ON_CUDA and "DML_BENCH_DATA_ROOT" not in os.environ:
         recipe = recipe.model_copy(update={"data": recipe.data.model_copy(update={"dataset": "embedded"})})
-    recipe = recipe.model_copy(update={"model": recipe.model.model_copy(update={"weights": "random"})})
-    parts = build_run(recipe, data_root, DEVICE)  # (the embedded set's cache is built on first use)
-    return recipe, parts, torch.as_tensor(parts.dense_labels).to(DEVICE)
+    return recipe
 
 
 def _iterations_per_second(step, batches) -> float:
@@ -73,6 +77,20 @@ def _iterations_per_second(step, batches) -> float:
     return MEASURED_ITERATIONS / (time.perf_counter() - started)
 
 
+def _endless(source):
+    epoch = 0
+    while True:
+        with closing(source.epoch(epoch, 0)) as batches:  # closed: a kept loader's next epoch starts clean
+            yield from batches
+        epoch += 1
+
+
+def _loader_workers_alive() -> int:
+    """Child processes of this one still running: DataLoader workers (started from the forkserver, they are
+    this process's children all the same)."""
+    return len(multiprocessing.active_children())
+
+
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
     return Path(os.environ.get("DML_BENCH_DATA_ROOT") or tmp_path_factory.mktemp("data"))
@@ -80,41 +98,72 @@ def data_root(tmp_path_factory):
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 @pytest.mark.parametrize("paper", list(MAIN_RECIPES))
-def test_end_to_end_against_model_only(benchmark, paper, pipeline, data_root):
-    recipe, parts, labels = _setup(paper, data_root, pipeline)
-    model, source = parts.model, parts.batches
-    model.train()
-
-    def step(batch):
-        images, positions = batch
-        train_step(model, parts.loss, parts.optimizer, parts.scheduler, images, labels[positions], recipe.training)
-
-    def endless():
-        epoch = 0
-        while True:
-            yield from source.epoch(epoch, 0)
-            epoch += 1
-
-    end_to_end = benchmark.pedantic(lambda: _iterations_per_second(step, endless()), rounds=1, iterations=1)
-    fixed = next(source.epoch(0, 0))
-    model_only = _iterations_per_second(step, iter(lambda: fixed, None))
+def test_end_to_end_against_model_only_and_backbone_bound(benchmark, paper, pipeline, data_root):
+    recipe = _recipe(paper, pipeline)
+    # as the trainer does: before the run's first CUDA work (cuBLAS reads its workspace setting when it starts)
+    with run_determinism(DEVICE, recipe.training.deterministic) as determinism:
+        parts = build_run(recipe, data_root, DEVICE)  # (the embedded set's cache is built on first use)
+        figures = _measure(benchmark, recipe, parts, torch.as_tensor(parts.dense_labels).to(DEVICE))
     report = REPORT.setdefault(paper, {"recipe": recipe.id, "pipelines": {}})
     report.update(
-        images=f"{recipe.data.dataset}, crop {recipe.data.transforms.crop_size or model.input_spec.input_size}",
-        batch=len(fixed[0]),
+        images=f"{recipe.data.dataset}, crop {recipe.data.transforms.crop_size or parts.model.input_spec.input_size}",
+        batch=figures.pop("batch"),
+        determinism=determinism,
     )
-    report["pipelines"][pipeline] = {
+    if "loss_ops_per_step" not in report:  # per paper, whatever the pipeline
+        counts = {f"{shape}_shape": loss_ops_per_step(paper, shape) for shape in SHAPES}
+        report["loss_ops_per_step"] = {**counts, "budget_paper_shape": BUDGETS[paper]}
+    report["pipelines"][pipeline] = figures
+    if paper == "damlrrm" and ON_CUDA:
+        hours = recipe.training.iterations / figures["end_to_end_iterations_per_second"] / 3600
+        figures.update(projected_hours_for_recipe=hours, published_hours=13.2, ratio_published_over_ours=13.2 / hours)
+
+
+def _measure(benchmark, recipe, parts, labels) -> dict:
+    """The three figures, in this order: end to end (then the phases of a few more steps and one step's host syncs,
+    with the loader still running), the batch source torn down, model-only, backbone bound."""
+    model, loss, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
+    model.train()
+
+    def step(batch, loss_fn=loss):
+        images, positions = batch
+        train_step(model, loss_fn, optimizer, scheduler, images, labels[positions], recipe.training)
+
+    def phased_step(phases: StepPhases):
+        with phases.phase("data_wait"):
+            batch = next(batches)
+        images, positions = batch
+        train_step(*phases.wrap(model, loss, optimizer, scheduler), images, labels[positions], recipe.training)
+        return batch
+
+    batches = _endless(parts.batches)
+    end_to_end = benchmark.pedantic(lambda: _iterations_per_second(step, batches), rounds=1, iterations=1)
+    phases = StepPhases(DEVICE)
+    with phases.recording():
+        for _ in range(PHASE_STEPS):
+            phased_step(phases)
+    counted = StepPhases(DEVICE, count_host_syncs=True)  # a step of its own: counting slows every op down
+    fixed = phased_step(counted)
+    _sync()
+    # Alone from here: the end-to-end run's batch source goes (its loader's workers with it).
+    batches.close()
+    parts.batches.close()
+    parts.batches = None
+    gc.collect()
+    workers_alive = _loader_workers_alive()
+    assert workers_alive == 0, f"{workers_alive} loader workers still running beside the model-only measurement"
+    model_only = _iterations_per_second(step, iter(lambda: fixed, None))
+    bound = _iterations_per_second(lambda batch: step(batch, mean_of_outputs), iter(lambda: fixed, None))
+    return {
+        "batch": len(fixed[0]),
         "end_to_end_iterations_per_second": end_to_end,
         "model_only_iterations_per_second": model_only,
+        "backbone_bound_iterations_per_second": bound,
         "ratio_end_to_end_over_model_only": end_to_end / model_only,
+        "ratio_model_only_over_backbone_bound": model_only / bound,
+        "ratio_end_to_end_over_backbone_bound": end_to_end / bound,
+        "step_time": {**phases.report(PHASE_STEPS), "host_syncs_per_step": dict(counted.host_syncs)},
     }
-    if paper == "damlrrm" and ON_CUDA:
-        hours = recipe.training.iterations / end_to_end / 3600
-        report["pipelines"][pipeline].update(
-            projected_hours_for_recipe=hours,
-            published_hours=13.2,
-            ratio_published_over_ours=13.2 / hours,
-        )
 
 
 def test_zz_write_report(benchmark):
@@ -129,6 +178,15 @@ def test_zz_write_report(benchmark):
         "torch": torch.__version__,
         "warmup_iterations": WARMUP,
         "measured_iterations": MEASURED_ITERATIONS,
+        "figures": {
+            "end_to_end": "the trainer's step on the run's batch source (loader workers or the device cache)",
+            "model_only": "the same step on one batch on the device, the batch source torn down first",
+            "backbone_bound": "model-only with the mean of the model's outputs as the loss",
+            "step_time": f"{PHASE_STEPS} more end-to-end steps split into phases (ms per step): "
+            + ("torch.profiler, host and device time" if ON_CUDA else "wall clocks")
+            + "; host_syncs_per_step: the ops of one step's forward, loss and backward that wait for a GPU (counted)",
+            "loss_ops_per_step": "aten ops of one loss step, forward and backward, counted on the CPU",
+        },
         "targets (issue 9, one H100, cache pipeline)": {
             "ratio_end_to_end_over_model_only": f">= {MIN_END_TO_END_OVER_MODEL_ONLY} for every paper",
             "ratio_published_over_ours": f">= {MIN_PUBLISHED_OVER_OURS:g} (damlrrm's 40k-iteration CUB recipe, "

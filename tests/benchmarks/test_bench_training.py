@@ -1,5 +1,6 @@
 """The training benchmark still runs (the test gate does not collect bench_*.py): one paper, both pipelines, in
-its reduced CPU mode, with its report written outside the repository."""
+its reduced CPU mode, with its report written outside the repository: its three figures, the step's phases and
+host syncs, the loss's op count."""
 
 import json
 import os
@@ -22,10 +23,18 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path):
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:]
     report = json.loads((tmp_path / "training-cpu.json").read_text())
-    measured = report["papers"]["damlrrm"]["pipelines"]
-    assert set(measured) == {"pil", "cache"}
-    for numbers in measured.values():
-        assert numbers["end_to_end_iterations_per_second"] > 0 and numbers["model_only_iterations_per_second"] > 0
+    damlrrm = report["papers"]["damlrrm"]
+    assert set(damlrrm["pipelines"]) == {"pil", "cache"}
+    for numbers in damlrrm["pipelines"].values():
+        figures = ("end_to_end", "model_only", "backbone_bound")
+        rates = [numbers[f"{figure}_iterations_per_second"] for figure in figures]
+        assert all(rate > 0 for rate in rates)
+        assert numbers["ratio_model_only_over_backbone_bound"] == rates[1] / rates[2]
+        phases = numbers["step_time"]["host_ms_per_step"]
+        assert set(phases) == {"data_wait", "forward", "loss", "backward", "optimiser"}
+        assert all(ms > 0 for ms in phases.values())
+        assert numbers["step_time"]["host_syncs_per_step"] == {}  # the damlrrm step waits for nothing
+    assert damlrrm["loss_ops_per_step"]["paper_shape"] <= damlrrm["loss_ops_per_step"]["budget_paper_shape"]
 
 
 def test_a_missed_gpu_target_is_named_with_its_ratio_and_bound():

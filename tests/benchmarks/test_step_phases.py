@@ -1,0 +1,113 @@
+"""The step's phases: the wrapped step computes what the trainer's computes, each phase's range holds that phase's
+ops (read from a CPU profile, as a GPU's would be), and the backbone bound's loss reaches every output."""
+
+import dataclasses
+
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+
+from dml_core.recipe import TrainingSettings
+from dml_core.training.step import train_step
+from tests.benchmarks.step_phases import PHASES, RANGE_PREFIX, StepPhases, mean_of_outputs, profiled_ms_per_step
+from tests.cuda_guards.host_syncs import HostSyncs
+
+
+def tiny_run(seed: int = 0):
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    return model, optimizer, scheduler
+
+
+def loss(output, labels):
+    return nn.functional.cross_entropy(output, labels)
+
+
+IMAGES, LABELS = torch.randn(6, 4, generator=torch.Generator().manual_seed(1)), torch.tensor([0, 1, 2, 0, 1, 2])
+SETTINGS = TrainingSettings(iterations=2, grad_clip_norm=1.0)
+
+
+def test_the_phased_step_trains_exactly_as_the_trainers_step():
+    model, optimizer, scheduler = tiny_run()
+    phases = StepPhases(torch.device("cpu"))
+    for _ in range(2):
+        train_step(*phases.wrap(model, loss, optimizer, scheduler), IMAGES, LABELS, SETTINGS)
+    plain, plain_optimizer, plain_scheduler = tiny_run()
+    for _ in range(2):
+        train_step(plain, loss, plain_optimizer, plain_scheduler, IMAGES, LABELS, SETTINGS)
+    for ours, theirs in zip(model.parameters(), plain.parameters(), strict=True):
+        assert torch.equal(ours, theirs)
+    assert scheduler.get_last_lr() == plain_scheduler.get_last_lr() == [0.025]
+    report = phases.report(2)
+    assert report["method"] == "wall clocks" and list(report["host_ms_per_step"]) == list(PHASES)
+
+
+def range_ops(prof, name: str) -> set[str]:
+    """The names of the ops run directly or indirectly inside the range ``name``."""
+    found = set()
+
+    def collect(event):
+        for child in event.cpu_children:
+            found.add(child.name)
+            collect(child)
+
+    for event in prof.events():
+        if event.name == RANGE_PREFIX + name:
+            collect(event)
+    return found
+
+
+def test_each_phase_range_holds_its_phases_ops():
+    model, optimizer, scheduler = tiny_run()
+    phases = StepPhases(torch.device("cpu"))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with phases.phase("data_wait"):
+            images = IMAGES.clone()
+        train_step(*phases.wrap(model, loss, optimizer, scheduler), images, LABELS, SETTINGS)
+    assert "aten::clone" in range_ops(prof, "data_wait")
+    assert "aten::linear" in range_ops(prof, "forward") and "aten::linear" not in range_ops(prof, "loss")
+    assert "aten::cross_entropy_loss" in range_ops(prof, "loss")
+    backward = range_ops(prof, "backward")  # on the CPU autograd runs on the calling thread, inside the range
+    assert any(op.startswith("autograd::engine::evaluate_function") for op in backward)
+    assert "aten::linalg_vector_norm" in backward  # the gradient clipping's norm
+    assert "Optimizer.step#SGD.step" in range_ops(prof, "optimiser")
+    profiled = profiled_ms_per_step(prof.key_averages(), 1)  # a CPU profile: no device time, no CUDA syncs
+    assert set(profiled["device_ms_per_step"]) == {*PHASES, "outside_the_phases"}
+    assert profiled["host_sync_ms_per_step"] == 0 and profiled["host_sync_calls_per_step"] == 0
+
+
+@dataclasses.dataclass
+class TwoOutputs:
+    embedding: torch.Tensor
+    error: torch.Tensor
+    branch: torch.Tensor
+
+
+def test_the_bound_loss_is_the_mean_of_every_floating_output():
+    embedding, error = torch.ones(2, 3, requires_grad=True), torch.full((2,), 3.0, requires_grad=True)
+    value = mean_of_outputs(TwoOutputs(embedding, error, torch.tensor([1, 0])), torch.zeros(2))
+    value.backward()
+    assert value.item() == 4.0
+    assert torch.equal(embedding.grad, torch.full((2, 3), 1 / 6)) and torch.equal(error.grad, torch.full((2,), 0.5))
+
+
+def test_host_syncs_are_counted_in_the_forward_loss_and_backward_only():
+    def masked_loss(output, labels):  # boolean-mask indexing: a data-dependent size, a sync on CUDA
+        kept = labels > 0
+        return nn.functional.cross_entropy(output[kept], labels[kept])
+
+    def adam_run():
+        model, _, _ = tiny_run()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)  # reads its step counts, host tensors, per parameter
+        return model, optimizer, torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+
+    model, optimizer, scheduler = adam_run()
+    with HostSyncs() as everything:
+        train_step(model, masked_loss, optimizer, scheduler, IMAGES, LABELS, SETTINGS)
+    model, optimizer, scheduler = adam_run()
+    counted = StepPhases(torch.device("cpu"), count_host_syncs=True)
+    train_step(*counted.wrap(model, masked_loss, optimizer, scheduler), IMAGES, LABELS, SETTINGS)
+    assert everything.calls["_local_scalar_dense"] > 0  # the optimiser's reads, left out of the phases' count
+    assert dict(counted.host_syncs) == {"index": 2, "index_put": 1}  # the two masks, the backward of one
