@@ -13,7 +13,8 @@ The ops of its forward, loss and backward that would make the host wait for a GP
 On a CUDA machine: the paper-scale recipe (image size, batch, backbone, loss) on the embedded glyph dataset —
 the datasets cannot be downloaded onto the measuring machine, and the images are decoded and augmented at the
 recipe's real sizes all the same — or on real data with DML_BENCH_DATA_ROOT pointing at prepared datasets.
-On a CPU: the smoke version of each recipe, a reduced check that the measurement works.
+On a CPU: the smoke version of each recipe, a reduced check that the measurement works (with the recipe's loader
+workers, which the smoke version leaves out, so that their tear-down is checked too).
 Each recipe runs on both data pipelines: "pil" (DataLoader workers, the reference) and "cache" (the decoded
 uint8 cache augmented on the device, the fast path the targets are for; with DML_BENCH_DATA_ROOT it needs
 `dml prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use).
@@ -63,6 +64,8 @@ def _recipe(paper: str, pipeline: str):
     recipe = main_recipe(paper, "paper" if ON_CUDA else "smoke", [f"data.pipeline={pipeline}"])
     if ON_CUDA and "DML_BENCH_DATA_ROOT" not in os.environ:
         recipe = recipe.model_copy(update={"data": recipe.data.model_copy(update={"dataset": "embedded"})})
+    if not ON_CUDA:  # the smoke version loads in-process; the pil pipeline is measured with its workers all the same
+        recipe = recipe.model_copy(update={"data": recipe.data.model_copy(update={"num_workers": "auto"})})
     return recipe
 
 
