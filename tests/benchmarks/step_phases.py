@@ -25,6 +25,7 @@ from collections import Counter
 from contextlib import ExitStack, contextmanager
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from tests.cuda_guards.host_syncs import HostSyncs
@@ -121,15 +122,17 @@ class StepPhases:
 def profiled_ms_per_step(averages, steps: int) -> dict:
     """From a profile's ``key_averages()``: each phase's device time (its range's kernels; the backward's from
     autograd's events), the kernels outside every phase, and the host's time in CUDA synchronisations."""
-    events = {event.key: event for event in averages}
+    # Host-side events (ranges, ops, CUDA runtime calls) by name; a range also has a device-side twin of the same name
+    # (its span on the GPU), and each kernel an event of its own: those count once, as kernels.
+    events = {event.key: event for event in averages if event.device_type == DeviceType.CPU}
+    kernels = [event for event in averages if event.device_type != DeviceType.CPU and not event.is_user_annotation]
 
     def device_total(event) -> float:
         return event.device_time_total if event is not None else 0.0
 
     device = {name: device_total(events.get(RANGE_PREFIX + name)) for name in PHASES if name != "backward"}
     device["backward"] = sum(device_total(event) for key, event in events.items() if key.startswith(BACKWARD_EVENTS))
-    kernels = sum(event.self_device_time_total for event in events.values())
-    device["outside_the_phases"] = kernels - sum(device.values())
+    device["outside_the_phases"] = sum(event.self_device_time_total for event in kernels) - sum(device.values())
     syncs = [events[key] for key in SYNCHRONISATIONS if key in events]
     return {
         "device_ms_per_step": {name: micros / 1000 / steps for name, micros in device.items()},

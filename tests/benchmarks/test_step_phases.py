@@ -2,9 +2,11 @@
 ops (read from a CPU profile, as a GPU's would be), and the backbone bound's loss reaches every output."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import torch
 from torch import nn
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from dml_core.recipe import TrainingSettings
@@ -111,3 +113,39 @@ def test_host_syncs_are_counted_in_the_forward_loss_and_backward_only():
     train_step(*counted.wrap(model, masked_loss, optimizer, scheduler), IMAGES, LABELS, SETTINGS)
     assert everything.calls["_local_scalar_dense"] > 0  # the optimiser's reads, left out of the phases' count
     assert dict(counted.host_syncs) == {"index": 2, "index_put": 1}  # the two masks, the backward of one
+
+
+def event(key, device_type=DeviceType.CPU, device=0.0, self_device=0.0, cpu=0.0, count=1, annotation=False):
+    fields = {"key": key, "device_type": device_type, "is_user_annotation": annotation, "count": count}
+    times = {"device_time_total": device, "self_device_time_total": self_device, "cpu_time_total": cpu}
+    return SimpleNamespace(**fields, **times)
+
+
+def test_a_gpu_profile_counts_each_kernel_once():
+    # Two steps as a CUDA profile's key_averages() gives them (microseconds): each range on the host (its kernels'
+    # time) and its span on the GPU (same name, a user annotation); the kernels' own events; backward ops from
+    # autograd's device thread; the host's synchronisations.
+    averages = [
+        event("dml::forward", device=3000.0, cpu=800.0),
+        event("dml::forward", DeviceType.CUDA, device=3500.0, self_device=3500.0, annotation=True),
+        event("dml::loss", device=400.0),
+        event("dml::optimiser", device=600.0),
+        event("dml::backward", device=0.0, cpu=900.0),  # the main thread waits; the kernels run from autograd's
+        event("autograd::engine::evaluate_function: AddmmBackward0", device=5000.0),
+        event("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", device=1000.0),
+        event("aten::addmm", device=3000.0, self_device=3000.0),  # a host op: its kernels are its self time
+        event("void gemm_kernel", DeviceType.CUDA, device=9000.0, self_device=9000.0),
+        event("void elementwise_kernel", DeviceType.CUDA, device=1200.0, self_device=1200.0),
+        event("cudaStreamSynchronize", cpu=300.0, count=4),
+        event("cudaDeviceSynchronize", cpu=100.0, count=2),
+    ]
+    profiled = profiled_ms_per_step(averages, 2)
+    assert profiled["device_ms_per_step"] == {
+        "data_wait": 0.0,
+        "forward": 1.5,
+        "loss": 0.2,
+        "optimiser": 0.3,
+        "backward": 3.0,
+        "outside_the_phases": (10200 - 3000 - 400 - 600 - 6000) / 1000 / 2,  # the kernels, less the phases'
+    }
+    assert profiled["host_sync_ms_per_step"] == 0.2 and profiled["host_sync_calls_per_step"] == 3
