@@ -1,24 +1,35 @@
-"""Each paper's proposed recipe learns, and a broken wiring shows.
+"""Each paper's proposed recipe trains every part it must, and a broken wiring shows, on any CPU.
 
 One tiny run per paper: the proposed run of ``reproduce/<key>/mini.yaml`` in its mini version (the recipe's loss,
 sampler, parameter groups and their multipliers, BN freezing, warm-up, schedule shape, head), shrunk further to
-100-200 iterations of a 1/8-width backbone on the small embedded glyph set. Its R@1 after training must
-beat its R@1 before the first update by ``MARGIN[key]`` points. The same check must fail when the wiring is broken the
-ways a loss-level test cannot see: the embedding detached on its way to the loss (the model gets no gradient;
-backward still runs), or the trunk's learning rate set to 0 (only the head and the loss's own parameters train).
+100-200 iterations of a 1/8-width backbone on the small embedded glyph set. The same run is trained again with its
+wiring broken the two ways a loss-level test cannot see: the embedding detached on its way to the loss (the model
+gets no gradient; backward still runs) and the trunk's learning rate set to 0 (only the head and the loss's own
+parameters train). Real and mutated runs start from the same weights (the same seed).
 
-R@1 is measured on the images of the training classes: in a hundred iterations from random weights a recipe
-learns its training classes well before anything carries to unseen ones (on the test classes the real gains were
-within a few points of the mutations'); whether it generalises is the mini tier's question
-(``dml reproduce KEY --mini``, tables/mini). CPU runs are seeded and deterministic, so each number is the same on
-every run of the test on one machine, though not across CPUs; the gains measured for this suite, per machine, are in
-``MEASURED_GAINS``.
+Why the checks are what they are. A tiny run from random weights amplifies the CPU's float kernels: the same run
+gained R@1 4.2 on one machine and 1.9 on another (anml), and an R@1 margin tuned on the machines at hand failed
+on the next one. Measured over thread counts, deterministic and default algorithms and the vectorised and scalar
+kernels of ATen, oneDNN and MKL (``MEASURED``), no R@1 margin can be three spreads from both the real and the
+mutated gains, for any paper. So the checks are of two kinds:
+
+* exact ones, which float rounding cannot flip: the loss's gradient reached each of the model's parameter groups
+  (its largest entry is not 0: a detached embedding gives exact zeros), each group has a learning rate, and each
+  moved (a rate of 0 leaves every weight bit for bit where it started). These catch both mutations, on any CPU;
+* a measured one, kept only where the real runs clear its threshold by at least three times the spread over the
+  configurations: the training loss fell by a given fraction (damlrrm, gpw, anml; ``LOSS_FALL``).
+
+The R@1 gains (on the images of the training classes, evaluated before the first update and at the end) are
+reported in every failure message and in ``MEASURED``; whether a recipe learns to generalise is the mini tier's
+question (``dml reproduce KEY --mini``, tables/mini). To measure the figures again on a configuration:
+``python -m tests.training.measure_learning`` (its docstring lists the configurations).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -45,28 +56,62 @@ SLOW = pytest.mark.slow  # fifteen tiny runs of 15-50 s each on one thread, side
 TINY_LENGTH = {"damlrrm": {"iterations": 100}, "anml": {"iterations": 200}, "gpw": {"epochs": 7},
                "drml": {"iterations": 100}, "cgml": {"iterations": 200}}  # fmt: skip
 TINY_WIDTH = 0.125  # the narrowest backbone learns fastest here (cgml: +7.9 at 1/8 width, +4.9 at 1/4)
-# Gains in R@1 points (training classes) measured with one thread, as the tests run: (real run, embedding
-# detached, trunk rate 0) per machine. A mutated run still moves a little: BN statistics and weight decay change
-# the network without any gradient from the loss (anml's Adam decay most). A run is deterministic on one machine
-# but not across CPUs: their float kernels differ (AVX2, AVX-512), and a tiny run from random weights amplifies
-# that (cgml's 100-iteration gain was 7.9 on one machine, 3.6 on another; anml's real gain there, 1.7, was under
-# its detached run's 1.3 here). So anml and cgml run 200 iterations, and each margin must lie between the smallest
-# real gain and the largest mutated one over every machine measured. Lengths changed since a machine's
-# measurement are not listed for it.
-EPYC_AVX2 = "AMD EPYC, AVX2 (2026-11-25)"
-EARLIER = "the machine of 2026-11-23 (another CPU of this workplace)"
-MEASURED_GAINS = {
-    "cgml": {EPYC_AVX2: (10.3, -1.2, -0.4)},
-    "damlrrm": {EPYC_AVX2: (4.3, 0.4, 0.0), EARLIER: (6.3, 0.4, 0.0)},
-    "gpw": {EPYC_AVX2: (3.5, 0.0, -0.4)},  # the trunk at x20 since 2026-11-25 (4.2 at x30)
-    "drml": {EPYC_AVX2: (1.4, 0.0, 0.1), EARLIER: (2.7, 0.0, 0.0)},
-    "anml": {EPYC_AVX2: (4.2, -0.5, -0.3)},
-}
-# The gain each paper's tiny run must reach: about halfway between its smallest real gain and its mutations'
-# largest, so that another machine's small difference moves neither across it. drml's proposed run learns
-# slowest at this scale (its branch routing stalls: papers/drml/method.md, section 5; 200 iterations gave +1.5, no
-# better), so its margin is the thinnest (0.6-0.7 points each side).
-MARGIN = {"cgml": 4.0, "damlrrm": 2.5, "gpw": 2.5, "drml": 0.7, "anml": 2.0}
+MODEL_GROUPS = ("backbone", "new_layers")  # the optimiser groups of the model (the loss's own group is apart)
+LOSS_WINDOW = 0.2  # the training loss is averaged over the first and the last fifth of the run's steps
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """What one tiny run showed. ``loss_gradient``: per optimiser group, the largest absolute entry of the loss's
+    gradient over the run (weight decay is not in it: the optimiser adds that inside its step); ``moved``: per
+    group, the relative distance its weights travelled, ||w_end - w_start|| / ||w_start||; ``trained``: the groups
+    whose learning rate is not 0."""
+
+    r1_gain: float
+    loss_fall: float  # 1 - mean loss of the last window / mean loss of the first window
+    loss_gradient: dict[str, float]
+    moved: dict[str, float]
+    trained: tuple[str, ...]
+    losses: tuple[float, ...] = ()  # the training loss of every step
+
+
+class Recorder:
+    """Wraps the trainer's step to read, after each one, the loss and each group's gradient (still there: the
+    next step clears it), and keeps the starting weights to measure how far each group moved."""
+
+    def __init__(self, step) -> None:
+        self.step, self.losses, self.largest_gradient = step, [], {}
+        self.optimizer, self.start = None, None
+
+    def __call__(self, forward, loss_fn, optimizer, *args, **kwargs):
+        if self.optimizer is None:
+            self.optimizer = optimizer
+            self.start = {group["name"]: [p.detach().clone() for p in group["params"]] for group in self.groups}
+            self.trained = tuple(group["name"] for group in self.groups if group["lr"] != 0)
+        loss = self.step(forward, loss_fn, optimizer, *args, **kwargs)
+        self.losses.append(float(loss.detach()))
+        for group in self.groups:
+            grads = [p.grad.detach().abs().max() for p in group["params"] if p.grad is not None]
+            largest = float(torch.stack(grads).max()) if grads else 0.0
+            self.largest_gradient[group["name"]] = max(largest, self.largest_gradient.get(group["name"], 0.0))
+        return loss
+
+    @property
+    def groups(self) -> list[dict]:
+        return self.optimizer.param_groups
+
+    def moved(self) -> dict[str, float]:
+        distances = {}
+        for group in self.groups:
+            start = torch.cat([p.flatten() for p in self.start[group["name"]]])
+            end = torch.cat([p.detach().flatten() for p in group["params"]])
+            distances[group["name"]] = float((end - start).norm() / start.norm().clamp_min(1e-12))
+        return distances
+
+    def loss_fall(self) -> float:
+        window = max(1, round(LOSS_WINDOW * len(self.losses)))
+        first, last = self.losses[:window], self.losses[-window:]
+        return 1.0 - (sum(last) / window) / (sum(first) / window)
 
 
 def tiny_recipe(key: str) -> Recipe:
@@ -82,14 +127,6 @@ def evaluate_on_the_training_classes(monkeypatch) -> None:
     monkeypatch.setattr(
         builders, "load_test_split", lambda dataset, root: (load_split(dataset, root, "train"), None, None)
     )
-
-
-def learning_gain(key: str, out_dir, data_root) -> float:
-    """Trained minus untrained R@1 of ``key``'s tiny run."""
-    results = load_results(train_run(tiny_recipe(key), out_dir, mini=True, data_root=data_root, progress=False))
-    first, last = results.evaluations[0], results.evaluations[-1]
-    assert first.iteration == 0, "a tiny run evaluates before its first update"
-    return last.metrics["R@1"] - first.metrics["R@1"]
 
 
 def _detached(output):
@@ -138,19 +175,124 @@ def freeze_the_trunk_rate(monkeypatch) -> None:
 
 
 MUTATIONS = {"embedding detached before the loss": detach_the_embedding, "trunk learning rate 0": freeze_the_trunk_rate}
-
-
 REAL = "real"  # the recipe as pinned, beside the MUTATIONS
 
 
-def gain_of(job: tuple[str, str, Path, Path]) -> float:
-    """One tiny run, ``(key, REAL or a mutation, its folder, the data root)``: in a worker of its own (below)."""
-    key, variant, out_dir, data_root = job
+@dataclass(frozen=True)
+class TinyJob:
+    """One tiny run to train in a worker of its own. ``threads`` and ``deterministic`` are the CPU configuration
+    (the tests use one thread and deterministic algorithms; ``measure_learning`` varies them)."""
+
+    key: str
+    variant: str  # REAL or a mutation
+    out_dir: Path
+    data_root: Path
+    threads: int = 1
+    deterministic: bool = True
+
+
+def train_tiny(job: TinyJob) -> TinyRun:
+    """Train ``job``'s tiny run and say what it showed."""
+    torch.set_num_threads(job.threads)
     with pytest.MonkeyPatch.context() as monkeypatch:
         evaluate_on_the_training_classes(monkeypatch)
-        if variant != REAL:
-            MUTATIONS[variant](monkeypatch)
-        return learning_gain(key, out_dir, data_root)
+        if job.variant != REAL:
+            MUTATIONS[job.variant](monkeypatch)
+        if not job.deterministic:
+            use = torch.use_deterministic_algorithms
+            monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda mode, **kwargs: use(False))
+        recorder = Recorder(trainer.train_step)
+        monkeypatch.setattr(trainer, "train_step", recorder)
+        path = train_run(tiny_recipe(job.key), job.out_dir, mini=True, data_root=job.data_root, progress=False)
+    evaluations = load_results(path).evaluations
+    assert evaluations[0].iteration == 0, "a tiny run evaluates before its first update"
+    return TinyRun(
+        r1_gain=evaluations[-1].metrics["R@1"] - evaluations[0].metrics["R@1"],
+        loss_fall=recorder.loss_fall(),
+        loss_gradient=dict(recorder.largest_gradient),
+        moved=recorder.moved(),
+        trained=recorder.trained,
+        losses=tuple(recorder.losses),
+    )
+
+
+def train_side_by_side(runs, data_root: Path, folder, workers: int, **configuration) -> dict[tuple[str, str], TinyRun]:
+    """Train the ``(key, variant)`` tiny runs side by side in one-thread workers (the mini tier's runner), each in
+    ``folder(key)``; raise the first failure."""
+    ensure_generated("embedded", data_root)  # once, before the workers read it
+    jobs = [TinyJob(key, variant, folder(key), data_root, **configuration) for key, variant in runs]
+    outcomes = dict(run_side_by_side(train_tiny, jobs, workers=workers))
+    failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
+    if failure is not None:
+        raise failure
+    return {(job.key, job.variant): run for job, run in outcomes.items()}
+
+
+# --- the measured figures and the thresholds chosen from them ---------------------------------------------------
+
+ONE_THREAD, TWO_THREADS, DEFAULT_ALGORITHMS, SCALAR_KERNELS = (
+    "one thread", "two threads", "default algorithms", "scalar kernels",
+)  # fmt: skip
+# Per paper and CPU configuration: (R@1 gain, training-loss fall) of the real run, the detached run and the
+# trunk-rate-0 run, measured with ``python -m tests.training.measure_learning`` (its docstring says how each
+# configuration is made) on an AMD EPYC (Zen 3, AVX2, no AVX-512) with this module's runs at b4493eb, 2026-11-26.
+# "scalar kernels" runs ATen, oneDNN and MKL on their non-vectorised paths, standing in for a CPU whose vector
+# units differ. The R@1 gains are chaotic: they moved by up to 11 points between configurations (cgml 6.4 to 17.6),
+# and the real gains seen on other machines add to that (a 2-core Intel Xeon, 2026-11-26: damlrrm 6.2, anml 1.9,
+# gpw 3.4, drml 1.2; an earlier machine: damlrrm 6.3, drml 2.7); no R@1 threshold has three spreads of headroom on
+# either side, so R@1 is reported, not checked. The exact checks' figures (largest loss gradient, relative
+# movement) were above 5e-4 for every real run's model groups and exactly 0 where the mutations say.
+MEASURED = {
+    "damlrrm": {ONE_THREAD: ((4.34, 0.810), (0.44, -0.003), (0.00, 0.643)),
+                TWO_THREADS: ((2.57, 0.857), (0.44, -0.003), (0.00, 0.643)),
+                DEFAULT_ALGORITHMS: ((4.34, 0.810), (0.44, -0.003), (0.00, 0.643)),
+                SCALAR_KERNELS: ((3.37, 0.836), (0.35, -0.003), (-0.35, 0.643))},
+    "anml": {ONE_THREAD: ((4.17, 0.025), (-0.44, -0.006), (-0.27, 0.011)),
+             TWO_THREADS: ((4.96, 0.026), (-0.44, -0.006), (-0.27, 0.011)),
+             DEFAULT_ALGORITHMS: ((4.17, 0.025), (-0.44, -0.006), (-0.27, 0.011)),
+             SCALAR_KERNELS: ((2.75, 0.024), (-0.80, -0.006), (-0.27, 0.011))},
+    "gpw": {ONE_THREAD: ((3.46, 0.070), (0.00, -0.005), (-0.35, 0.055)),
+            TWO_THREADS: ((2.04, 0.066), (0.00, -0.005), (-0.35, 0.055)),
+            DEFAULT_ALGORITHMS: ((3.46, 0.070), (0.00, -0.005), (-0.35, 0.055)),
+            SCALAR_KERNELS: ((1.15, 0.068), (0.00, -0.005), (0.18, 0.055))},
+    "drml": {ONE_THREAD: ((1.42, 0.014), (0.00, 0.047), (0.09, 0.076)),
+             TWO_THREADS: ((0.53, -0.023), (0.00, 0.047), (0.09, 0.076)),
+             DEFAULT_ALGORITHMS: ((1.42, 0.014), (0.00, 0.047), (0.09, 0.076)),
+             SCALAR_KERNELS: ((2.04, -0.209), (0.00, 0.049), (-0.27, 0.075))},
+    "cgml": {ONE_THREAD: ((10.28, 0.194), (-2.30, 1.000), (-0.35, 0.031)),
+             TWO_THREADS: ((6.38, 0.111), (-2.30, 1.000), (-0.35, 0.031)),
+             DEFAULT_ALGORITHMS: ((10.28, 0.194), (-2.30, 1.000), (-0.35, 0.031)),
+             SCALAR_KERNELS: ((17.55, 0.242), (-2.66, 1.000), (-0.44, 0.030))},
+}  # fmt: skip
+# The fraction by which a real run's training loss must fall, for the papers whose falls stay at least three
+# spreads above it over ``MEASURED``: damlrrm's loss falls by 81-86%, gpw's by 6.6-7.0%, anml's by 2.4-2.6%
+# (small, but steady: a loss that rose, a gradient of the wrong sign, would fail). drml's (-21% to +1.4%) and
+# cgml's (11-24%) move too much between configurations to be checked.
+LOSS_FALL = {"damlrrm": 0.5, "gpw": 0.04, "anml": 0.01}
+REQUIRED_HEADROOM = 3
+
+
+def headroom(values: list[float], threshold: float) -> float:
+    """How many spreads of ``values`` (what the CPU configurations moved them by) lie between the smallest of them
+    and ``threshold``."""
+    spread = max(values) - min(values)
+    return (min(values) - threshold) / spread if spread else float("inf")
+
+
+def real_loss_falls(key: str) -> list[float]:
+    return [real[1] for real, _detached, _rate_zero in MEASURED[key].values()]
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(request, tmp_path_factory) -> dict[tuple[str, str], TinyRun]:
+    """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate), trained side by side in
+    one-thread workers: about 4.5 minutes on 2 cores for the fifteen."""
+    return train_side_by_side(
+        selected_runs(request.session.items),
+        tmp_path_factory.mktemp("data"),
+        lambda key: tmp_path_factory.mktemp(f"{key}-run"),
+        workers=available_cores(),
+    )
 
 
 def selected_runs(items: list[pytest.Item]) -> list[tuple[str, str]]:
@@ -158,54 +300,87 @@ def selected_runs(items: list[pytest.Item]) -> list[tuple[str, str]]:
     wanted = [
         (item.callspec.params["key"], item.callspec.params.get("mutation", REAL))
         for item in items
-        if getattr(item, "module", None) is sys.modules[__name__] and "gains" in getattr(item, "fixturenames", ())
+        if getattr(item, "module", None) is sys.modules[__name__] and "tiny_runs" in getattr(item, "fixturenames", ())
     ]
     return list(dict.fromkeys(wanted))
 
 
-@pytest.fixture(scope="module")
-def gains(request, tmp_path_factory) -> dict[tuple[str, str], float]:
-    """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate), trained side by side in
-    one-thread workers (the mini tier's runner: the numbers are those of one run alone on one thread, and the runs
-    share the cores): about 4.5 minutes on 2 cores for the fifteen."""
-    data_root = tmp_path_factory.mktemp("data")
-    ensure_generated("embedded", data_root)  # once, before the workers read it
-    jobs = [
-        (key, variant, tmp_path_factory.mktemp(f"{key}-run"), data_root)
-        for key, variant in selected_runs(request.session.items)
+def wiring_failures(run: TinyRun) -> list[str]:
+    """The exact checks: every way ``run`` shows a model group cut off from the loss or from the optimiser."""
+    failures = [
+        f"no loss gradient reached the {group} group" for group in MODEL_GROUPS if not run.loss_gradient.get(group)
     ]
-    outcomes = dict(run_side_by_side(gain_of, jobs, workers=available_cores()))
-    failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
-    if failure is not None:
-        raise failure
-    return {job[:2]: gain for job, gain in outcomes.items()}
+    failures += [f"the {group} group has learning rate 0" for group in MODEL_GROUPS if group not in run.trained]
+    failures += [f"the {group} group did not move" for group in MODEL_GROUPS if not run.moved.get(group, 0.0) > 0]
+    return failures
+
+
+def learning_failures(key: str, run: TinyRun) -> list[str]:
+    """The measured check, where ``LOSS_FALL`` has one for ``key``."""
+    if key in LOSS_FALL and not run.loss_fall >= LOSS_FALL[key]:
+        return [f"the training loss fell by {run.loss_fall:.1%}, expected {LOSS_FALL[key]:.0%} or more"]
+    return []
+
+
+def describe(run: TinyRun) -> str:
+    return (
+        f"R@1 gain {run.r1_gain:+.2f}, loss fall {run.loss_fall:+.3f}, largest loss gradient per group "
+        f"{run.loss_gradient}, relative movement {run.moved}"
+    )
 
 
 @SLOW
 @pytest.mark.parametrize("key", PAPERS)
-def test_the_proposed_recipe_learns(key, gains):
-    gain = gains[key, REAL]
-    assert gain >= MARGIN[key], f"{key}: R@1 gained {gain:.1f} points in its tiny run, expected {MARGIN[key]} or more"
+def test_the_proposed_recipe_trains_every_model_group(key, tiny_runs):
+    run = tiny_runs[key, REAL]
+    assert not wiring_failures(run), f"{key}: {wiring_failures(run)}; {describe(run)}"
+
+
+@SLOW
+@pytest.mark.parametrize("key", sorted(LOSS_FALL))
+def test_the_proposed_recipe_lowers_its_training_loss(key, tiny_runs):
+    run = tiny_runs[key, REAL]
+    assert not learning_failures(key, run), f"{key}: {learning_failures(key, run)}; {describe(run)}"
 
 
 @SLOW
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
 @pytest.mark.parametrize("key", PAPERS)
-def test_the_learning_check_fails_when_the_wiring_is_broken(key, mutation, gains):
-    gain = gains[key, mutation]
-    assert gain < MARGIN[key], f"{key} with the {mutation}: R@1 gained {gain:.1f} points, the check would miss it"
+def test_the_exact_checks_catch_a_broken_wiring(key, mutation, tiny_runs):
+    """Caught by what the mutation breaks, whatever the CPU: a detached embedding leaves the model's gradients
+    exactly 0; a trunk at rate 0 leaves its weights where they started."""
+    run = tiny_runs[key, mutation]
+    expected = {
+        "embedding detached before the loss": {f"no loss gradient reached the {group} group" for group in MODEL_GROUPS},
+        "trunk learning rate 0": {"the backbone group has learning rate 0", "the backbone group did not move"},
+    }[mutation]
+    assert set(wiring_failures(run)) == expected, f"{key} with the {mutation}: {describe(run)}"
 
 
-@pytest.mark.parametrize("key", PAPERS)
-def test_each_margin_lies_between_the_measured_real_and_mutated_gains(key):
-    machines = MEASURED_GAINS[key].values()
-    smallest_real = min(real for real, *_ in machines)
-    largest_mutated = max(max(mutated) for _, *mutated in machines)
-    assert largest_mutated < MARGIN[key] <= smallest_real
+@pytest.mark.parametrize("key", sorted(LOSS_FALL))
+def test_each_loss_fall_threshold_has_three_spreads_of_headroom(key):
+    assert headroom(real_loss_falls(key), LOSS_FALL[key]) >= REQUIRED_HEADROOM
+
+
+def test_the_papers_left_unchecked_by_a_loss_fall_could_not_have_one():
+    """drml and cgml get no loss-fall check because none would hold: not even a fall above 0 has the headroom."""
+    for key in set(PAPERS) - set(LOSS_FALL):
+        assert headroom(real_loss_falls(key), 0.0) < REQUIRED_HEADROOM, key
+
+
+def test_no_r1_margin_would_have_three_spreads_of_headroom():
+    """Why R@1 is not checked: for every paper, no threshold lies three spreads above the mutated gains and three
+    below the real ones."""
+    for key, configurations in MEASURED.items():
+        real = [figures[0][0] for figures in configurations.values()]
+        mutated = [gain for figures in configurations.values() for gain, _ in figures[1:]]
+        room = min(real) - max(mutated)
+        spreads = (max(real) - min(real)) + (max(mutated) - min(mutated))
+        assert room < REQUIRED_HEADROOM * spreads, key
 
 
 def test_the_fixture_trains_only_the_runs_the_selected_tests_read():
-    def item(fixtures=("gains",), module=sys.modules[__name__], **params):
+    def item(fixtures=("tiny_runs",), module=sys.modules[__name__], **params):
         return SimpleNamespace(module=module, fixturenames=list(fixtures), callspec=SimpleNamespace(params=params))
 
     trunk = "trunk learning rate 0"
@@ -218,3 +393,28 @@ def test_the_fixture_trains_only_the_runs_the_selected_tests_read():
         item(key="anml", mutation=trunk),
     ]
     assert selected_runs(items) == [("gpw", REAL), ("gpw", trunk), ("anml", trunk)]
+
+
+def test_the_exact_checks_need_no_measured_figure():
+    """A detached embedding (zero gradient) and a trunk at rate 0 (unmoved) fail on their own, even with a loss
+    that fell and an R@1 that rose."""
+    good = TinyRun(
+        r1_gain=99.0, loss_fall=0.99, trained=("backbone", "new_layers"),
+        loss_gradient={"backbone": 1e-3, "new_layers": 1e-2}, moved={"backbone": 1e-2, "new_layers": 1e-1},
+    )  # fmt: skip
+    assert wiring_failures(good) == []
+    assert all(learning_failures(key, good) == [] for key in PAPERS)
+    detached = dataclasses.replace(good, loss_gradient={"backbone": 0.0, "new_layers": 0.0})
+    assert wiring_failures(detached) == [
+        "no loss gradient reached the backbone group",
+        "no loss gradient reached the new_layers group",
+    ]
+    assert wiring_failures(dataclasses.replace(good, moved={"backbone": 0.0, "new_layers": 1e-1})) == [
+        "the backbone group did not move"
+    ]
+    assert wiring_failures(dataclasses.replace(good, trained=("new_layers",))) == [
+        "the backbone group has learning rate 0"
+    ]  # (a group at rate 0 that still moved: weight decay outside the optimiser's rate, say)
+    assert learning_failures("damlrrm", dataclasses.replace(good, loss_fall=0.3)) == [
+        "the training loss fell by 30.0%, expected 50% or more"
+    ]
