@@ -148,7 +148,7 @@ def test_a_glyph_pretrained_mini_start_keeps_its_own_bn_statistics_and_is_hashed
     mini = mini_version(warm)
     assert (mini.model.weights, mini.model.measure_bn_batches) == ("glyph-pretrained", 0)
     assert mini.content_hash() != mini_version(recipe).content_hash()
-    with pytest.raises(InputError, match="mini.start"):
+    with pytest.raises(InputError, match=r"mini\.start"):
         load_recipe(_write(tmp_path, {**BASE, "mini": {"start": "imagenet"}}))
 
 

@@ -2,7 +2,7 @@
 and the same batch, compared.
 
 The step is the trainer's own (``training.step.train_step``) in fp32: bf16 autocast off, TF32 off for matrix
-products (``full_fp32_matmul``). The model is a small MLP (24 features -> tanh 32 ->
+products (``knn.exact_fp32_matmul``, the evaluation's switch). The model is a small MLP (24 features -> tanh 32 ->
 16-d, L2-normalised; for drml the relational head on the 32-d feature) built on the CPU from seed 0 and copied to
 each device: it isolates the losses' kernels (convolution kernels are not what differs between losses, and the
 smoke and bench parts run the real backbones). Batch: 32 items, 8 classes, two class-aligned halves of 16
@@ -22,13 +22,13 @@ CUDA generators give different streams from one seed, so that mode's steps are n
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dml_core.evaluation.knn import exact_fp32_matmul
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.losses import LOSSES, build_loss, with_run_values
 from dml_core.models.relational_head import RelationalHead
@@ -86,20 +86,6 @@ class StepRecord:
         return {name: self.after[name] - self.before[name] for name in self.before}
 
 
-@contextlib.contextmanager
-def full_fp32_matmul():
-    """CUDA matrix products in full fp32 (no TF32) for the block, the previous setting restored after. Through
-    torch's per-backend API (``fp32_precision``, in every torch the suite supports): reading or setting the legacy
-    flags in a process where anything set the new ones to TF32 raises."""
-    matmul = torch.backends.cuda.matmul
-    previous = matmul.fp32_precision
-    matmul.fp32_precision = "ieee"
-    try:
-        yield
-    finally:
-        matmul.fp32_precision = previous
-
-
 def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]:
     named = [(f"model.{n}", p) for n, p in model.named_parameters()] + [
         (f"loss.{n}", p) for n, p in loss_fn.named_parameters()
@@ -119,7 +105,7 @@ def one_step(loss_name: str, device: torch.device) -> StepRecord:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     settings = TrainingSettings(iterations=1, bf16=False, channels_last=False)
     before = _parameters(model, loss_fn)
-    with full_fp32_matmul():
+    with exact_fp32_matmul():
         loss = train_step(model, loss_fn, optimizer, scheduler, features, labels, settings)
     return StepRecord(float(loss.item()), before, _parameters(model, loss_fn))
 

@@ -6,11 +6,11 @@ import dataclasses
 import pytest
 import torch
 
+from dml_core.evaluation.knn import exact_fp32_matmul
 from dml_core.gpu_check.parity import (
     LOSS_RTOL,
     UPDATE_RTOL,
     compare_steps,
-    full_fp32_matmul,
     one_step,
     parity_batch,
     relative_difference,
@@ -61,7 +61,7 @@ def test_the_batch_is_two_class_aligned_halves_and_the_precision_is_restored():
     before = matmul.fp32_precision
     matmul.fp32_precision = "tf32"
     try:
-        with full_fp32_matmul():
+        with exact_fp32_matmul():
             assert matmul.fp32_precision == "ieee"
         assert matmul.fp32_precision == "tf32"
     finally:
