@@ -16,3 +16,14 @@ torch.use_deterministic_algorithms(True, warn_only=True)
 @pytest.fixture(autouse=True)
 def _seed_everything():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _backend_flags_stay_settable():
+    """Fail the test that froze ``torch.backends`` flags (importing ``torch.testing._internal.common_utils`` does):
+    every later run in this process would fail to set its determinism switches, far from the cause."""
+    yield
+    if torch.backends.flags_frozen():
+        # Unfreeze (the flag is a global of torch.backends' own module), so that this test fails and no other.
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
+        pytest.fail("this test froze torch.backends flags (disable_global_flags); run what froze them in a subprocess")

@@ -348,13 +348,20 @@ def test_the_proposed_recipe_lowers_its_training_loss(key, tiny_runs):
 @pytest.mark.parametrize("key", PAPERS)
 def test_the_exact_checks_catch_a_broken_wiring(key, mutation, tiny_runs):
     """Caught by what the mutation breaks, whatever the CPU: a detached embedding leaves the model's gradients
-    exactly 0; a trunk at rate 0 leaves its weights where they started."""
+    exactly 0; a trunk at rate 0 leaves its weights where they started. Without a loss gradient a group moves only
+    by the optimiser's own terms (weight decay) where it is not frozen, which is the recipe's business (in these
+    tiny runs gpw's Adam without decay moves nothing, drml's moves its new layers only): a detached run may also
+    report unmoved groups, and nothing else."""
     run = tiny_runs[key, mutation]
-    expected = {
-        "embedding detached before the loss": {f"no loss gradient reached the {group} group" for group in MODEL_GROUPS},
-        "trunk learning rate 0": {"the backbone group has learning rate 0", "the backbone group did not move"},
+    unmoved = {f"the {group} group did not move" for group in MODEL_GROUPS}
+    expected, allowed = {
+        "embedding detached before the loss": (
+            {f"no loss gradient reached the {group} group" for group in MODEL_GROUPS},
+            unmoved,
+        ),
+        "trunk learning rate 0": ({"the backbone group has learning rate 0", "the backbone group did not move"}, set()),
     }[mutation]
-    assert set(wiring_failures(run)) == expected, f"{key} with the {mutation}: {describe(run)}"
+    assert expected <= set(wiring_failures(run)) <= expected | allowed, f"{key} with the {mutation}: {describe(run)}"
 
 
 @pytest.mark.parametrize("key", sorted(LOSS_FALL))
