@@ -52,9 +52,23 @@ class DataSettings(StrictModel):
     # DataLoader workers: "auto" fits them to the machine (``training.loaders.loader_workers``; the results file
     # records the number); not hashed: the batches are the same whatever the number
     num_workers: NonNegativeInt | Literal["auto"] = "auto"
-    # "pil": decode + augment in DataLoader workers (the reference; CPU runs). "cache": the decoded uint8 cache
-    # (`dml prepare DATASET --cache MODE`) on the device, cropped/flipped/normalised there in batch.
-    pipeline: Literal["pil", "cache"] = "pil"
+    # "pil": decode + augment in DataLoader workers (the reference). "cache": the decoded uint8 cache on the device,
+    # cropped/flipped/normalised there in batch. "auto": the cache on CUDA where its batches are the PIL path's, the
+    # PIL path elsewhere (``data.pipeline_choice``; the results file records which ran)
+    pipeline: Literal["auto", "pil", "cache"] = "auto"
+
+    @property
+    def cache_gives_pil_batches(self) -> bool:
+        """Whether the cache pipeline's batches are the PIL path's: for random crops of the resized image, yes
+        (tested bit for bit); for random resized crops, no: the cache holds the resized image, the PIL path cuts
+        them from the full-size one."""
+        return self.transforms.train_crop == "random_crop"
+
+    @property
+    def hashed_pipeline(self) -> str:
+        """The pipeline as the content hash sees it: "pil" wherever the batches are the PIL path's, whatever the
+        setting; "cache" for the cache where its batches differ."""
+        return "cache" if self.pipeline == "cache" and not self.cache_gives_pil_batches else "pil"
 
 
 class HeadSettings(StrictModel):
@@ -249,6 +263,9 @@ class Recipe(StrictModel):
         for section, keys in _NOT_COMPUTATION_FIELDS.items():
             for key in keys:
                 tree[section].pop(key, None)
+        # Hashed by what it computes: both pipelines give the same batches on random crops. "pil" stays in the tree
+        # (every hash from before "auto" existed keeps its value).
+        tree["data"]["pipeline"] = self.data.hashed_pipeline
         for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
             if tree[section].get(key) == default:
                 del tree[section][key]
@@ -257,6 +274,16 @@ class Recipe(StrictModel):
     def content_hash(self) -> str:
         """sha256 of ``computation()``: rewording an assumption or retargeting a row leaves it unchanged."""
         return _sha256(self.computation())
+
+    def hashes_of_this_computation(self) -> tuple[str, ...]:
+        """``content_hash()`` and the hash earlier versions recorded for the same computation: before the
+        pipeline was hashed by what it computes, a run on the cache pipeline was hashed with "cache" even where
+        its batches were the PIL path's. Results files and checkpoints that carry either are this run's."""
+        if not self.data.cache_gives_pil_batches:  # there the cache is another computation, hashed as such
+            return (self.content_hash(),)
+        earlier = self.computation()
+        earlier["data"]["pipeline"] = "cache"
+        return (self.content_hash(), _sha256(earlier))
 
     def smoke_hash(self) -> str:
         """sha256 of the smoke settings (how ``--smoke`` shrinks this recipe)."""

@@ -1,4 +1,5 @@
-"""Test-wide settings: offline hub, deterministic CPU torch, two threads (the CI machine's cores)."""
+"""Test-wide settings: offline hub, deterministic CPU torch, two threads (the CI machine's cores); a tiny CUB for the
+tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation)."""
 
 import os
 
@@ -6,6 +7,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 import torch
+
+from dml_core.data.prepare import prepare
+from tests.data.layouts import make_cub, shrink_spec, write_jpeg
 
 # Two threads (CI's cores) unless OMP_NUM_THREADS says otherwise: on a shared, loaded machine one thread
 # avoids OpenMP oversubscription, which slows conv layers by 10x.
@@ -27,3 +31,14 @@ def _backend_flags_stay_settable():
         # Unfreeze (the flag is a global of torch.backends' own module), so that this test fails and no other.
         torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
         pytest.fail("this test froze torch.backends flags (disable_global_flags); run what froze them in a subprocess")
+
+
+@pytest.fixture
+def odd_sized_cub(monkeypatch, tmp_path):
+    """A tiny CUB in its real layout with non-square images of several sizes."""
+    expected = make_cub(tmp_path / "src")
+    for number, (path, _, _) in enumerate(expected):
+        write_jpeg(tmp_path / "src" / path, number, size=(60 + 7 * number, 50 + 3 * (number % 4)))
+    shrink_spec(monkeypatch, "cub200", expected)
+    prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
+    return tmp_path / "data"

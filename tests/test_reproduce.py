@@ -76,7 +76,9 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
     assert missing_inputs(_plans(tmp_path), data) == []
 
 
-def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache(tmp_path, monkeypatch):
+def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache_under_torchrun(tmp_path, monkeypatch):
+    # One process prepares it in the preflight (tests/runner/test_cache_preparation.py); the ranks of several do not.
+    monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "googlenet-1378be20.pth").write_bytes(b"checked by sha256 when loaded")
@@ -84,7 +86,7 @@ def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache(
     data = tmp_path / "data"
     (data / "cub200").mkdir(parents=True)
     (data / "cub200" / "dml_index.csv").write_text("path,label,split\n")
-    assert missing_inputs(_plans(tmp_path), data) == []  # the recipe's own pipeline, pil, needs no cache
+    assert missing_inputs(_plans(tmp_path), data) == []  # the recipe's own pipeline, auto, is the PIL path without one
     plans = _plans(tmp_path, seeds=[3], pipeline="cache")
     assert plans[0].overrides == ("training.seed=3", "data.pipeline=cache")
     assert plans[0].recipe.data.pipeline == "cache"
@@ -116,7 +118,7 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
     plans = _plans(tmp_path, seeds=[0, 1], smoke=True)  # lifted 0, lifted 1, ours 0, ours 1
     trained = []
-    monkeypatch.setattr(PaperRun, "preflight", lambda self: (plans, [], None))
+    monkeypatch.setattr(PaperRun, "preflight", lambda self, log=print: (plans, [], None))
     monkeypatch.setattr(PaperRun, "train", lambda self, plan: trained.append(plan.name))
     monkeypatch.setattr(PaperRun, "build_tables", lambda self, tolerances, log: None)
     monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: plan is plans[1])

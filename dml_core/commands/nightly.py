@@ -27,7 +27,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--name", help="the nightly's name (default: <UTC date>-<commit>[-dirty-<digest>])")
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: $DML_DATA_ROOT, ./data)")
     parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
-    parser.add_argument("--pipeline", choices=("pil", "cache"), help="data.pipeline of every deep recipe")
+    parser.add_argument(
+        "--pipeline",
+        choices=("auto", "pil", "cache"),
+        help="data.pipeline of every deep recipe (default: as the recipe says)",
+    )
     parser.add_argument("--linear-jobs", type=int, default=1, help="processes for the linear plans' grid searches")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")

@@ -11,6 +11,7 @@ from dml_core.data.prepare import prepare
 from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
 from dml_core.linear.uci import UCI_DATASETS, prepare_uci
+from dml_core.training.loaders import loader_workers, worker_context
 from dml_core.writable import require_writable_folder
 
 UCI_PREFIX = "uci:"
@@ -74,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
     for note in prepared.notes:  # what could not be checked, one line each
         print(f"{prepared.dataset}: note: {note}")
     if args.cache:
-        folder = build_cache(args.dataset, args.root, "train", args.cache, args.cache_size, progress=not args.quiet)
+        folder = build_cache(
+            args.dataset, args.root, "train", args.cache, args.cache_size, progress=not args.quiet,
+            workers=loader_workers("auto"), worker_context=worker_context(),
+        )  # fmt: skip
         print(f"{prepared.dataset}: training-image cache {folder}")
     return 0

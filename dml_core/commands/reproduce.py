@@ -82,10 +82,11 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--pipeline",
-        choices=("pil", "cache"),
-        help="data.pipeline of every deep recipe (default: as the recipe says, pil): cache trains from the decoded "
-        "uint8 cache (`dml prepare DATASET --cache MODE --cache-size N` first; the preflight says which), with "
-        "crops, flips and normalisation on the device: the fast path for GPUs; recorded as an override",
+        choices=("auto", "pil", "cache"),
+        help="data.pipeline of every deep recipe (default: as the recipe says, auto: on CUDA the decoded uint8 "
+        "cache where its batches are the PIL path's, i.e. random crops, with crops, flips and normalisation on the "
+        "device; the PIL path elsewhere); the preflight prepares missing caches the disk can hold; recorded as an "
+        "override, which leaves the content hash as it is where both give the same batches",
     )
     _add_launcher_arguments(parser)
     parser.set_defaults(run=run)

@@ -13,18 +13,21 @@ temporary folder and renamed into place, so a cache is either complete or absent
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import shutil
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 from tqdm import tqdm
 
 from dml_core.atomic_io import atomic_write_json, owner_tag, read_json_object, remove_stale_temporaries
-from dml_core.data.images import load_image
+from dml_core.data.images import ImageDataset, image_size
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
 from dml_core.data.registry import get_spec
@@ -42,10 +45,26 @@ def _index_sha256(root: Path, dataset: str) -> str:
     return hashlib.sha256(index_path(Path(root) / dataset).read_bytes()).hexdigest()
 
 
-def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int, progress: bool = True) -> Path:
-    """Decode and resize every image of a split once; return the cache folder."""
+def build_cache(
+    dataset: str,
+    root: Path,
+    split: str,
+    resize_mode: str,
+    resize: int,
+    progress: bool = True,
+    workers: int = 0,
+    worker_context: BaseContext | None = None,
+) -> Path:
+    """Decode and resize every image of a split once; return the cache folder. ``workers`` processes decode (in
+    order; ``worker_context`` starts them: a process that has used CUDA must not fork them), 0: this process."""
     split_index = load_split(dataset, root, split)
     resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
+    decoded = DataLoader(
+        ImageDataset(split_index, v2.Compose([v2.ToImage(), resize_op])),
+        batch_size=None,
+        num_workers=workers,
+        multiprocessing_context=worker_context if workers else None,
+    )
     target = cache_dir(root, dataset, split, resize_mode, resize)
     # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide; what
     # killed builds left (their owner no longer runs) is removed first.
@@ -57,8 +76,7 @@ def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: 
     n = len(split_index)
     offsets, heights, widths = np.zeros(n + 1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     with open(staging / "pixels.u8", "wb") as pixels:
-        for i, path in enumerate(tqdm(split_index.paths, desc=f"cache {dataset}/{split}", disable=not progress)):
-            image = resize_op(v2.functional.to_image(load_image(path)))
+        for image, _, i in tqdm(decoded, total=n, desc=f"cache {dataset}/{split}", disable=not progress):
             heights[i], widths[i] = image.shape[1:]
             pixels.write(image.contiguous().numpy().tobytes())
             offsets[i + 1] = offsets[i] + image.numel()
@@ -78,6 +96,19 @@ def build_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: 
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def estimated_cache_bytes(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> tuple[int, int]:
+    """The images of a split and the bytes ``build_cache`` will write for them, from the image files' headers (no
+    decoding) and torchvision's own resize rule (run on shape-only tensors)."""
+    split_index = load_split(dataset, root, split)
+    resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
+
+    @functools.cache
+    def resized_pixels(width: int, height: int) -> int:
+        return resize_op(torch.empty(3, height, width, dtype=torch.uint8, device="meta")).numel()
+
+    return len(split_index), sum(resized_pixels(*image_size(path)) for path in split_index.paths)
 
 
 @dataclass

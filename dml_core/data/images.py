@@ -37,6 +37,15 @@ def load_image(path: Path) -> Image.Image:
         raise InputError(undecodable_message(path, error)) from None
 
 
+def image_size(path: Path) -> tuple[int, int]:
+    """``(width, height)`` of an image from its header alone (no decoding); unreadable: an :class:`InputError`."""
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except DECODE_ERRORS as error:
+        raise InputError(undecodable_message(path, error)) from None
+
+
 class ImageDataset(Dataset):
     """A split as a map-style Dataset; item ``i`` is ``(transform(image), label, i)``.
 

@@ -2,10 +2,11 @@
 
 It runs a list of parts (``registry.PARTS``), each on its own: the smoke tier of every paper on both data pipelines
 (``smoke``), a run killed with SIGKILL and resumed (``resume``), one training step of every loss on the CPU and the
-GPU (``parity``), ``dml train`` under torchrun and the suite's collectives over NCCL (``torchrun``), an SOP-sized
-evaluation on both devices (``evaluation``), the training benchmark (``bench``) and one paper's mini tier
-(``mini``). Each part's status, seconds, figures and run environment go to
-``tables/benchmarks/gpu-check-<device>.json`` (``report``), written atomically after every part; ``--rerun-failed``
-runs again only the parts of that report that did not pass. Without a usable GPU every part says "skipped: no GPU";
-a GPU that is present but that torch cannot use makes every part fail (``device``).
+GPU (``parity``), the cache pipeline's batches on the GPU against the PIL path's (``pipelines``: ``data.pipeline:
+auto`` counts them as one computation), ``dml train`` under torchrun and the suite's collectives over NCCL
+(``torchrun``), an SOP-sized evaluation on both devices, with the kNN stage against its bound (``evaluation``), the
+training benchmark (``bench``) and one paper's mini tier (``mini``). Each part's status, seconds, figures and run
+environment go to ``tables/benchmarks/gpu-check-<device>.json`` (``report``), written atomically after every part;
+``--rerun-failed`` runs again only the parts of that report that did not pass. Without a usable GPU every part
+says "skipped: no GPU"; a GPU that is present but that torch cannot use makes every part fail (``device``).
 """

@@ -8,15 +8,23 @@ that agree to the last bit can swap (README, "Evaluation protocol"). The synthet
 (class centres and noise drawn as small integers, no L2 normalisation): every product and distance is an integer
 well under 2**24, exact in fp32 on both devices, and the many exact ties it makes exercise the tie rule too. A
 difference is then a bug, never rounding.
+
+Beside the two times it measures the GPU's kNN stage against its bound on the same GPU (``bound_gemm_topk``: per
+chunk of queries one bare GEMM and ``torch.topk`` of the same k, the embeddings already on the device), after a
+warm-up (CUDA context, cuBLAS): the ratio is reported, not judged here; its target (1.3) is the evaluation
+benchmark's (``tests/benchmarks/bench_evaluation.py``, ``nox -s bench``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
+import torch
 
-from dml_core.evaluation import evaluate, recall_ks_for
+from dml_core.evaluation import Evaluation, evaluate, recall_ks_for
+from dml_core.evaluation.knn import DEFAULT_CHUNK_ELEMENTS, exact_fp32_matmul
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 
 SOP_TEST_ITEMS, SOP_TEST_CLASSES, DIMENSIONS = 60_502, 11_316, 512
@@ -53,34 +61,85 @@ def integer_embeddings(
     return embeddings[order], labels[order]
 
 
-def timed_evaluation(embeddings: np.ndarray, labels: np.ndarray, device: str) -> tuple[dict[str, float], float, dict]:
-    """The metrics (percent), the seconds and the protocol record of one evaluation on ``device``."""
+def timed_evaluation(embeddings: np.ndarray, labels: np.ndarray, device: str) -> tuple[Evaluation, float]:
+    """One evaluation on ``device`` (SOP's K list, the part's metrics) and its seconds."""
     started = time.perf_counter()
     result = evaluate(
         embeddings, labels, recall_ks_for("sop"), metrics=METRICS, normalize=False, device=device
     )  # fmt: skip
-    return result.metrics, time.perf_counter() - started, result.protocol
+    return result, time.perf_counter() - started
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs kernels asynchronously: a timer must not stop before them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bound_gemm_topk(x: torch.Tensor, k: int, chunk_rows: int) -> torch.Tensor:
+    """The kNN stage's bound on ``x``'s device: per chunk of ``chunk_rows`` queries one bare fp32 GEMM against every
+    item and the ``k`` largest products of each row (no norms, self-exclusion, tie rule or positives); the indices,
+    (n, k), largest product first."""
+    with torch.inference_mode(), exact_fp32_matmul():
+        chunks = [
+            torch.topk(x[start : start + chunk_rows] @ x.T, k, dim=1).indices for start in range(0, len(x), chunk_rows)
+        ]
+        indices = torch.cat(chunks)
+    synchronize(x.device)
+    return indices
+
+
+def timed_bound(embeddings: np.ndarray, k: int, device: str) -> float:
+    """Seconds of ``bound_gemm_topk`` on ``device`` with the search's own chunk size, the embeddings already there."""
+    x = torch.from_numpy(embeddings).to(device)
+    synchronize(x.device)
+    started = time.perf_counter()
+    bound_gemm_topk(x, k, max(1, DEFAULT_CHUNK_ELEMENTS // len(x)))
+    return time.perf_counter() - started
+
+
+def differing_metrics(on_device: Mapping[str, float], cpu: Mapping[str, float]) -> dict[str, tuple]:
+    """The metrics whose values differ, or that one side lacks: name -> (device's, CPU's; None where absent).
+
+    >>> differing_metrics({"R@1": 50.0, "MAP@R": 10.0}, {"R@1": 50.0, "MAP@R": 10.5, "NMI": 80.0})
+    {'MAP@R': (10.0, 10.5), 'NMI': (None, 80.0)}
+    """
+    names = sorted(on_device.keys() | cpu.keys())
+    return {name: (on_device.get(name), cpu.get(name)) for name in names if on_device.get(name) != cpu.get(name)}
 
 
 def compare_devices(embeddings: np.ndarray, labels: np.ndarray, device: str) -> dict:
-    """One evaluation on ``device`` and one on the CPU: each one's metrics, seconds and kNN record, and the metrics
-    whose values differ (``differing``: name -> (device's, CPU's))."""
-    on_device, device_seconds, device_protocol = timed_evaluation(embeddings, labels, device)
-    cpu, cpu_seconds, cpu_protocol = timed_evaluation(embeddings, labels, "cpu")
-    names = on_device.keys() | cpu.keys()
+    """One evaluation on ``device`` and one on the CPU: each one's metrics, seconds, kNN stage seconds and kNN
+    record, the metrics whose values differ (``differing``: name -> (device's, CPU's)), and the device's kNN stage
+    over its bound (``knn_over_bound``; the bound's k: the search's neighbours, itself included)."""
+    on_device, device_seconds = timed_evaluation(embeddings, labels, device)
+    cpu, cpu_seconds = timed_evaluation(embeddings, labels, "cpu")
+    bound_seconds = timed_bound(embeddings, on_device.protocol["knn"]["neighbours_for_map_at_r"] + 1, device)
+
+    def record(result: Evaluation, seconds: float) -> dict:
+        knn_seconds = result.timing["knn_seconds"]
+        return {
+            "metrics": result.metrics,
+            "seconds": seconds,
+            "knn_seconds": knn_seconds,
+            "knn": result.protocol["knn"],
+        }
+
     return {
         "items": len(labels),
         "classes": len(np.unique(labels)),
         "dimensions": embeddings.shape[1],
-        "device": {"metrics": on_device, "seconds": device_seconds, "knn": device_protocol.get("knn")},
-        "cpu": {"metrics": cpu, "seconds": cpu_seconds, "knn": cpu_protocol.get("knn")},
-        "differing": {
-            name: (on_device.get(name), cpu.get(name)) for name in sorted(names) if on_device.get(name) != cpu.get(name)
-        },
+        "device": record(on_device, device_seconds),
+        "cpu": record(cpu, cpu_seconds),
+        "bound_seconds": bound_seconds,
+        "knn_over_bound": on_device.timing["knn_seconds"] / bound_seconds,
+        "differing": differing_metrics(on_device.metrics, cpu.metrics),
     }
 
 
 def run_evaluation(context: CheckContext) -> Outcome:
+    timed_evaluation(*integer_embeddings(items=1_200, classes=200), str(context.device))  # warm-up: context, cuBLAS
+    bound_gemm_topk(torch.ones(8, 4, device=context.device), 2, 4)
     figures = compare_devices(*integer_embeddings(), str(context.device))
     if figures["differing"]:
         shown = ", ".join(f"{name} GPU {g} vs CPU {c}" for name, (g, c) in figures["differing"].items())
@@ -88,6 +147,6 @@ def run_evaluation(context: CheckContext) -> Outcome:
     cpu, gpu_seconds = figures["cpu"], figures["device"]["seconds"]
     return Outcome(
         f"R@1 {cpu['metrics']['R@1']:.2f}, MAP@R {cpu['metrics']['MAP@R']:.2f} on both; GPU {gpu_seconds:.1f} s, "
-        f"CPU {cpu['seconds']:.1f} s",
+        f"CPU {cpu['seconds']:.1f} s; GPU kNN stage/bound {figures['knn_over_bound']:.2f}",
         figures,
     )

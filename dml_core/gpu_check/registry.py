@@ -8,6 +8,7 @@ from dml_core.gpu_check.evaluation import run_evaluation
 from dml_core.gpu_check.mini import run_mini
 from dml_core.gpu_check.parity import run_parity
 from dml_core.gpu_check.part import Part
+from dml_core.gpu_check.pipelines import run_pipelines
 from dml_core.gpu_check.resume import run_resume
 from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun
@@ -16,6 +17,7 @@ PARTS: dict[str, Part] = {
     part.name: part
     for part in (
         Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity),
+        Part("pipelines", "the cache pipeline's training batches on the GPU against the PIL path's", run_pipelines),
         Part("evaluation", "R@K and MAP@R of an SOP-sized embedding set on the GPU and the CPU", run_evaluation),
         Part("resume", "dml train killed by SIGKILL after a checkpoint, resumed: final parameters", run_resume),
         Part("torchrun", "dml train under torchrun (one GPU), the suite's collectives over NCCL", run_torchrun),

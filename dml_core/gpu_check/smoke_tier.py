@@ -37,8 +37,8 @@ class WithLoaderWorkers(PaperRun):
 
     loader_workers: int = 2
 
-    def preflight(self):
-        plans, linear_runs, tolerances = super().preflight()
+    def preflight(self, log=print):
+        plans, linear_runs, tolerances = super().preflight(log)
         plans = [replace(plan, recipe=with_loader_workers(plan.recipe, self.loader_workers)) for plan in plans]
         return plans, linear_runs, tolerances
 

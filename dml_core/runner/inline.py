@@ -32,6 +32,7 @@ from dml_core.eta import RunClock, side_by_side_eta
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
+from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
@@ -73,16 +74,17 @@ class PaperRun:
     tolerances_path: Path | None = None
     progress: bool = True
     linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
-    pipeline: str | None = None  # "pil" or "cache" for every deep recipe's data.pipeline; None: as the recipe says
+    pipeline: str | None = None  # "auto", "pil" or "cache" for every deep recipe's data.pipeline; None: the recipe's
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
     mini: bool = False  # the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
 
-    def preflight(self) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
+    def preflight(self, log: Callable[[str], None] = print) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
-        or is submitted. ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
-        are its repetitions).
+        or is submitted; then prepare the image caches the runs left to train will train from
+        (``cache_preparation``: one process only; ``log`` says what it writes). ``seeds`` applies to deep
+        recipes; a linear plan pins its own base seed (its splits are its repetitions).
 
         Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
         (read now: a bad file should not cost a night of training before the tables fail).
@@ -112,7 +114,11 @@ class PaperRun:
         unwritable = unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
             raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
-        return plans, linear_runs, load_tolerances(self.tolerances_path)
+        tolerances = load_tolerances(self.tolerances_path)
+        if not Process.from_environment().active:  # last: nothing is written unless every check passed
+            to_train = [plan for plan in plans if self.rerun or not is_finished(plan)]  # no cache for finished runs
+            prepare_caches(caches_to_prepare(to_train, self.data_root, self.device), log)
+        return plans, linear_runs, tolerances
 
     def train(self, plan: PlannedRun) -> Path:
         """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
@@ -171,7 +177,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     process = Process.from_environment()
     if not process.is_main:
         log = _quiet
-    plans, linear_runs, tolerances = paper.preflight()
+    plans, linear_runs, tolerances = paper.preflight(log)
     report = ReproduceReport()
     to_train = [paper.rerun or not is_finished(plan) for plan in plans]
     numbered = list(enumerate(plans, start=1))  # (position in the plan, run)

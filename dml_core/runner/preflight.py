@@ -1,5 +1,6 @@
 """What a paper's runs need before anything trains: their component parameters, their datasets and weight files
-on this machine (saying how to prepare what is missing), places they can write."""
+on this machine (saying how to prepare what is missing), places they can write. The image caches they train from
+are prepared after these checks pass (``cache_preparation``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dml_core.recipes.components import located_problems
 from dml_core.runner.linear import LinearRun
 from dml_core.runner.plan import PlannedRun
 from dml_core.training.builders import transform_config
+from dml_core.training.distributed import Process
 from dml_core.writable import require_writable_file, require_writable_folder
 
 
@@ -30,7 +32,8 @@ def recipe_problems(plans: Sequence[PlannedRun]) -> list[str]:
 
 
 def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[str]:
-    """What the runs need and this machine lacks (prepared datasets, weight files), each with how to get it."""
+    """What the runs need and this machine lacks (prepared datasets, weight files; under torchrun, the image caches
+    of runs that say ``data.pipeline: cache``), each with how to get it."""
     problems: list[str] = []
     for plan in plans:
         recipe = plan.recipe
@@ -41,7 +44,8 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
                 f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
                 f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
             )
-        elif recipe.data.pipeline == "cache" and not spec.generated:  # the generated set's is built on first use
+        elif recipe.data.pipeline == "cache" and not spec.generated and Process.from_environment().active:
+            # one process prepares it in the preflight (``cache_preparation``), ranks of several do not
             config = transform_config(recipe)
             problem = cache_problem(spec.name, root, "train", config.resize_mode, config.resize)
             if problem:

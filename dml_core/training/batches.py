@@ -1,7 +1,8 @@
 """Where training batches come from: the PIL/DataLoader path (the reference, and the CPU path) or the
-prepared-data path (decoded uint8 cache on the device, augmentation in batch there). Both yield the same
-batches for the same (seed, epoch, batch) — see ``data.batch_augment``. ``slots``: this process's share of every
-batch in multi-process training (``distributed.shard_slots``); None: the whole batch."""
+prepared-data path (decoded uint8 cache on the device, augmentation in batch there), as ``data.pipeline`` says or
+"auto" chooses (``data.pipeline_choice``). For random crops both yield the same batches for the same (seed, epoch,
+batch) — see ``data.batch_augment``. ``slots``: this process's share of every batch in multi-process training
+(``distributed.shard_slots``); None: the whole batch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import torch
 
 from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
-from dml_core.data.image_cache import ensure_generated_cache, load_cache
+from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
+from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
 from dml_core.recipe import Recipe
 from dml_core.training import builders
 from dml_core.training.loaders import kept_loader, loader_workers
@@ -26,9 +28,16 @@ class LoaderBatches:
     the iteration of the one before); ``close`` lets them go."""
 
     def __init__(
-        self, train_set, sampler, seed: int, num_workers: int, device: torch.device, slots: list[int] | None = None
+        self,
+        train_set,
+        sampler,
+        seed: int,
+        num_workers: int,
+        device: torch.device,
+        slots: list[int] | None = None,
+        pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["pil"],
     ) -> None:
-        self.device = device
+        self.device, self.pipeline = device, pipeline
         self.batches = EpochSlice(sampler, 0, 0, seed, slots)
         self.loader = kept_loader(
             SeededDataset(train_set), batch_sampler=self.batches, num_workers=num_workers, device=device
@@ -48,9 +57,16 @@ class CachedBatches:
     """Crop, flip and normalise cached uint8 images in batch on the device; no decoding, no workers."""
 
     def __init__(
-        self, augmentation: BatchAugmentation, sampler, seed: int, device: torch.device, slots: list[int] | None = None
+        self,
+        augmentation: BatchAugmentation,
+        sampler,
+        seed: int,
+        device: torch.device,
+        slots: list[int] | None = None,
+        pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["cache"],
     ) -> None:
         self.augmentation, self.sampler, self.seed, self.device, self.slots = augmentation, sampler, seed, device, slots
+        self.pipeline = pipeline
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for keys in EpochSlice(self.sampler, epoch, start, self.seed, self.slots):
@@ -65,14 +81,35 @@ class CachedBatches:
 def build_batch_source(
     recipe: Recipe, model, train_set, sampler, root: Path, device: torch.device, slots: list[int] | None = None
 ):
-    """The recipe's batch source: ``data.pipeline`` "pil" (DataLoader workers) or "cache" (device-side)."""
+    """The recipe's batch source: "pil" (DataLoader workers) or "cache" (device-side), as ``data.pipeline`` says
+    or, for "auto", as ``pipeline_for_run`` chooses; its ``pipeline`` says which and why."""
+    choice, cache = pipeline_for_run(recipe, root, device.type, device_memory(device))
+    if choice.pipeline == "pil":
+        workers = loader_workers(recipe.data.num_workers)
+        return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots, choice)
+    config = builders.transform_config(recipe)
+    if cache is None:  # set so by the recipe, and missing: refused, saying what to run
+        cache = load_cache(recipe.data.dataset, root, "train", config.resize_mode, config.resize)
+    augmentation = BatchAugmentation(cache.to(device), model.input_spec, config)
+    return CachedBatches(augmentation, sampler, recipe.training.seed, device, slots, choice)
+
+
+def pipeline_for_run(
+    recipe: Recipe, root: Path, device_type: str, device_bytes: int | None
+) -> tuple[PipelineChoice, ImageCache | None]:
+    """The run's pipeline (``data.pipeline_choice``) and, where it would take the cache and a current one is there,
+    the cache (memory-mapped, on the host). A generated set's cache is built first."""
     settings = recipe.data
-    if settings.pipeline == "pil":
-        workers = loader_workers(settings.num_workers)
-        return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots)
+    if not wants_cache(settings, device_type):
+        return choose_pipeline(settings, device_type, None, 0, device_bytes), None
     config = builders.transform_config(recipe)
     ensure_generated_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
-    cache = load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
-    return CachedBatches(
-        BatchAugmentation(cache.to(device), model.input_spec, config), sampler, recipe.training.seed, device, slots
-    )
+    problem = cache_problem(settings.dataset, root, "train", config.resize_mode, config.resize)
+    cache = None if problem else load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
+    choice = choose_pipeline(settings, device_type, problem, len(cache.pixels) if cache else 0, device_bytes)
+    return choice, cache if choice.pipeline == "cache" else None
+
+
+def device_memory(device: torch.device) -> int | None:
+    """The GPU's memory in bytes; None off CUDA."""
+    return torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None

@@ -169,7 +169,10 @@ def _train(
             # the run's GPU (not the machine's first), none for a CPU run on a GPU machine: tables name the device by it
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "distributed": run.distributed_record(),
-            "data_loading": loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
+            "data_loading": {
+                **loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
+                **run.parts.batches.pipeline.record(),  # which pipeline ran ("auto" chooses per device), and why
+            },
             "determinism": determinism,
         },
         protocol=run.protocol,
@@ -225,7 +228,7 @@ class TrainingRun:
     def accepts(self, state: dict, rerun: bool) -> bool:
         """Whether ``state`` (a checkpoint) is this run's to continue: refused when another recipe wrote it; not
         taken when the run it holds is finished and ``rerun`` asks for a fresh one."""
-        if state["recipe_sha256"] != self.recipe.content_hash():
+        if state["recipe_sha256"] not in self.recipe.hashes_of_this_computation():
             raise InputError(
                 f"{self.checkpoint_path}: written by recipe {state['recipe_id']} with hash "
                 f"{state['recipe_sha256'][:12]}, but this run's recipe hash is {self.recipe.content_hash()[:12]}; "
@@ -387,9 +390,10 @@ class TrainingRun:
 
 
 def is_finished_run(results_path: str | Path, recipe: Recipe) -> bool:
-    """A deep results file for exactly this recipe (same content hash: same seed and smoke settings) exists."""
+    """A deep results file for exactly this recipe (same content hash: same seed and smoke settings; or the hash an
+    earlier version gave the same computation) exists."""
     path = Path(results_path)
     if not path.is_file():
         return False
     results = load_results(path)
-    return isinstance(results, ResultsFile) and results.recipe.sha256 == recipe.content_hash()
+    return isinstance(results, ResultsFile) and results.recipe.sha256 in recipe.hashes_of_this_computation()

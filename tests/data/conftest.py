@@ -7,9 +7,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from dml_core.data.prepare import prepare
-from tests.data.layouts import make_cub, shrink_spec, write_jpeg
-
 
 class _Served:
     def __init__(self) -> None:
@@ -58,14 +55,3 @@ def http_server():
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture
-def odd_sized_cub(monkeypatch, tmp_path):
-    """A tiny CUB in its real layout with non-square images of several sizes."""
-    expected = make_cub(tmp_path / "src")
-    for number, (path, _, _) in enumerate(expected):
-        write_jpeg(tmp_path / "src" / path, number, size=(60 + 7 * number, 50 + 3 * (number % 4)))
-    shrink_spec(monkeypatch, "cub200", expected)
-    prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
-    return tmp_path / "data"

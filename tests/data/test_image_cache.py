@@ -1,15 +1,24 @@
 """The decoded uint8 cache: exactly the PIL path's resized pixels, refused when absent or stale."""
 
+import numpy as np
 import pytest
 import torch
 from torchvision.transforms import v2
 
 from dml_core.atomic_io import owner_tag
 from dml_core.data import load_image, load_split
-from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, ensure_generated_cache, load_cache
+from dml_core.data.image_cache import (
+    build_cache,
+    cache_dir,
+    cache_problem,
+    ensure_generated_cache,
+    estimated_cache_bytes,
+    load_cache,
+)
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.transforms import TransformConfig, resize_step
 from dml_core.errors import InputError
+from dml_core.training.loaders import worker_context
 from tests.test_atomic_io import dead_pid
 
 
@@ -80,3 +89,25 @@ def test_a_killed_builds_staging_folder_is_removed_by_the_next_build(odd_sized_c
     (stale / "pixels.u8").write_bytes(b"\0" * 4096)  # a real one holds gigabytes
     build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
     assert [path.name for path in folder.parent.iterdir()] == [folder.name]
+
+
+@pytest.mark.parametrize("mode", ["squash", "shorter_side"])
+def test_the_size_estimate_is_what_the_build_writes(odd_sized_cub, mode):
+    images, estimated = estimated_cache_bytes("cub200", odd_sized_cub, "train", mode, 40)
+    folder = build_cache("cub200", odd_sized_cub, "train", mode, 40, progress=False)
+    assert (images, estimated) == (6, (folder / "pixels.u8").stat().st_size)
+    assert estimated == 6 * 3 * 40 * 40 if mode == "squash" else estimated > 6 * 3 * 40 * 40  # wider than high
+
+
+@pytest.mark.slow
+def test_worker_processes_build_the_same_cache(odd_sized_cub):
+    def built(workers: int) -> tuple[bytes, dict]:
+        folder = build_cache(
+            "cub200", odd_sized_cub, "train", "shorter_side", 40, progress=False, workers=workers,
+            worker_context=worker_context(),
+        )  # fmt: skip
+        return (folder / "pixels.u8").read_bytes(), dict(np.load(folder / "index.npz"))
+
+    (pixels, index), (in_workers, workers_index) = built(0), built(2)
+    assert in_workers == pixels and index.keys() == workers_index.keys()
+    assert all(np.array_equal(index[name], workers_index[name]) for name in index)

@@ -31,7 +31,7 @@ def test_the_embeddings_are_small_integers_so_every_distance_is_exact_in_fp32():
     assert np.array_equal(np.bincount(labels), sop_like_class_sizes(600, 100))
 
 
-def test_the_comparison_runs_both_evaluations_and_lists_no_difference_on_one_device():
+def test_the_comparison_runs_both_evaluations_lists_no_difference_on_one_device_and_times_the_bound():
     embeddings, labels = integer_embeddings(items=1_200, classes=200)  # SOP's K list needs over 1,000 items
     figures = compare_devices(embeddings, labels, "cpu")
     assert figures["differing"] == {}
@@ -39,3 +39,6 @@ def test_the_comparison_runs_both_evaluations_and_lists_no_difference_on_one_dev
     assert figures["device"]["metrics"] == figures["cpu"]["metrics"]
     assert 0 < figures["cpu"]["metrics"]["R@1"] < 100  # neither trivial nor hopeless
     assert figures["cpu"]["knn"]["device"] == "cpu" and figures["items"] == 1_200 and figures["classes"] == 200
+    # the kNN stage over its bound (a bare GEMM + top-k on the same device), both timed
+    assert figures["bound_seconds"] > 0 and figures["device"]["knn_seconds"] > 0
+    assert figures["knn_over_bound"] == figures["device"]["knn_seconds"] / figures["bound_seconds"]

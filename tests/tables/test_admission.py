@@ -103,6 +103,27 @@ def test_a_run_of_a_recipe_that_changed_since_is_refused_by_its_hash(root):
     assert reason.endswith("the recipe changed since the run, or the run was not this recipe")
 
 
+# What 40ae3e4 recorded for the pinned run with random crops, seed 0, on the cache pipeline (hashed apart from its
+# PIL runs then, though its batches are theirs).
+RANDOM_CROP_CACHE_RUN_HASH_BEFORE_AUTO = "657c687843652cac41f996f20e39e8e6c1ee43f95df515e915eb1daf1d13af58"
+
+
+def test_an_earlier_versions_cache_run_of_the_pil_batches_is_admitted_by_the_hash_it_recorded(tmp_path):
+    write_papers_dir(tmp_path)
+    random_crops = {"data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}}}
+    write_recipe(tmp_path / "reproduce", **random_crops)
+    payload = pinned_payload(random_crops)
+    payload["recipe"]["overrides"].append("data.pipeline=cache")
+    payload["recipe"]["content"]["data"]["pipeline"] = "cache"
+    payload["recipe"]["sha256"] = RANDOM_CROP_CACHE_RUN_HASH_BEFORE_AUTO
+    _forge(tmp_path, payload)
+    admission = _admit(tmp_path)
+    assert [item.path.name for item in admission.admitted] == ["forged-seed0.json"] and admission.refused == []
+    payload["recipe"]["content"]["data"]["transforms"]["train_crop"] = "random_resized_crop"  # another computation
+    _forge(tmp_path, payload)
+    assert _only_refusal(_admit(tmp_path)).startswith("field recipe.content: expected settings of hash 657c68784365")
+
+
 def test_settings_edited_under_a_kept_hash_are_refused(root):
     payload = pinned_payload()
     payload["recipe"]["content"]["model"]["weights"] = "random"  # the hash copied from an honest file

@@ -1,0 +1,104 @@
+"""Which pipeline a run's training batches take: ``data.pipeline`` "pil", "cache", or "auto" (the default) resolved
+for the run's device.
+
+Why "auto" is the default: on the first H100 run the PIL path (JPEG decoding and augmentation in DataLoader workers,
+4 of them on 16 cores) fed the model at 0.21 (cgml, batch 260) to 0.62 of its model-only speed, the cache pipeline
+(decoded uint8 images on the device, crops, flips and normalisation in batch there) at 0.81-0.87. On a CPU the
+model is the bottleneck and the cache would only move the workers' work into the training process, so CPU runs
+keep the PIL path: every CPU run trains exactly as before.
+
+"auto" takes the cache when all of these hold, else the PIL path, and says why (the results file records the
+pipeline that ran, the setting and the reason: ``PipelineChoice.record``):
+
+- the run trains on CUDA;
+- the cache's batches are the PIL path's (``DataSettings.cache_gives_pil_batches``): random crops of the resized
+  image, tested bit for bit. A recipe with random resized crops keeps the PIL path: those are cut from the full-size
+  decoded image, which the cache (resized images) does not hold, so the cache would train on other pixels (anml's
+  runs and cgml's RRC runs; ``data.pipeline: cache`` still runs them that way, hashed as another computation);
+- a current cache is there: ``dml reproduce``'s preflight prepares the missing ones where the disk holds them
+  (``runner.cache_preparation``), a generated set's is built on first use;
+- it takes at most ``DEVICE_MEMORY_SHARE`` of the GPU's memory: the whole cache moves to the device, and the model's
+  weights, activations and optimiser state need the rest (a rule of thumb, not measured: SOP's squashed 256 px cache
+  is 11.7 GB, a quarter of a 40 GB GPU).
+
+Where "auto" may choose, both pipelines give the same batches, so the choice stays out of the run's content hash
+(``Recipe.computation``): a run finished on either pipeline is finished for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from dml_core.recipe import DataSettings
+
+# The largest share of the GPU's memory "auto" gives the cache.
+DEVICE_MEMORY_SHARE = 0.5
+GIB = 2**30
+
+
+def readable_bytes(size: float) -> str:
+    """A size as people read it.
+
+    >>> readable_bytes(28_800), readable_bytes(11_702_501_376), readable_bytes(512)
+    ('28.1 KiB', '10.9 GiB', '512 B')
+    """
+    if size < 1024:
+        return f"{size:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        size /= 1024
+        if size < 1024 or unit == "GiB":
+            break
+    return f"{size:.1f} {unit}"
+
+
+@dataclass(frozen=True)
+class PipelineChoice:
+    """The pipeline a run takes (``pipeline``), what the recipe said (``setting``) and why."""
+
+    pipeline: Literal["pil", "cache"]
+    setting: Literal["auto", "pil", "cache"]
+    reason: str
+
+    def record(self) -> dict[str, str]:
+        """For the results file (``environment.data_loading``)."""
+        return {"pipeline": self.pipeline, "pipeline_setting": self.setting, "pipeline_reason": self.reason}
+
+
+# An explicit setting, taken as it is.
+AS_THE_RECIPE_SAYS = {name: PipelineChoice(name, name, "set by the recipe") for name in ("pil", "cache")}
+
+
+def wants_cache(data: DataSettings, device_type: str) -> bool:
+    """Whether a run trains from the cache when a current one is there: it says so, or it says "auto", trains on
+    CUDA and the cache gives its batches."""
+    automatic = data.pipeline == "auto" and device_type == "cuda" and data.cache_gives_pil_batches
+    return data.pipeline == "cache" or automatic
+
+
+def choose_pipeline(
+    data: DataSettings, device_type: str, cache_problem: str | None, cache_bytes: int, device_bytes: int | None
+) -> PipelineChoice:
+    """The run's pipeline. ``cache_problem``: why the cache cannot be used (``image_cache.cache_problem``), None
+    when it is there and current; ``cache_bytes``: its size then; ``device_bytes``: the GPU's memory (None off CUDA).
+    An explicit setting is taken as it is (a missing cache then fails when it is loaded, saying what to run)."""
+    if data.pipeline != "auto":
+        return AS_THE_RECIPE_SAYS[data.pipeline]
+    if device_type != "cuda":
+        reason = f"auto on {device_type}: the PIL path (decoding costs little beside the model)"
+        return PipelineChoice("pil", "auto", reason)
+    if not data.cache_gives_pil_batches:
+        return PipelineChoice(
+            "pil", "auto", "auto: random resized crops are cut from the full-size image, which the cache does not hold"
+        )
+    if cache_problem:
+        return PipelineChoice("pil", "auto", f"auto: no current cache: {cache_problem}")
+    if device_bytes is not None and cache_bytes > DEVICE_MEMORY_SHARE * device_bytes:
+        return PipelineChoice(
+            "pil",
+            "auto",
+            f"auto: the cache ({readable_bytes(cache_bytes)}) would take over {DEVICE_MEMORY_SHARE:.0%} of the GPU's "
+            f"{readable_bytes(device_bytes)}",
+        )
+    return PipelineChoice("cache", "auto", f"auto on CUDA: the decoded uint8 cache ({readable_bytes(cache_bytes)})")

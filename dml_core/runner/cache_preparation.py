@@ -1,0 +1,129 @@
+"""The decoded uint8 caches a paper's runs will train from, prepared before anything trains.
+
+Where a run trains from the cache (``data.pipeline: cache``, or "auto" on CUDA where the cache gives its batches:
+``data.pipeline_choice``) and its dataset's cache is missing or stale, the preflight of ``dml reproduce`` prepares
+it, so that a user who types ``nox -s reproduce-<key>`` on a GPU box gets the fast path without a ``dml prepare``
+step of their own. Before building, it says what it will write: the images, the bytes (exact, from the image
+headers and torchvision's resize rule) and the disk's free space; the progress bar gives the time left, and a line
+the time it took. Decoding runs in loader-worker processes, as many as ``data.num_workers: auto`` would start.
+
+When the disk cannot hold a cache and keep ``DISK_HEADROOM`` free (for checkpoints and results): the runs that say
+"auto" train on the PIL path instead (a line says so, and the results file records why); a run that says "cache"
+is refused, naming what it needs and what is free. A generated set's cache (seconds) is left to the run. Under
+torchrun nothing is prepared (each rank runs the preflight; one would build while the others time out waiting in
+their first collective): a run that says "cache" needs its cache prepared first (``missing_inputs`` says so), one
+that says "auto" trains on the PIL path where there is none.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, estimated_cache_bytes
+from dml_core.data.pipeline_choice import GIB, readable_bytes, wants_cache
+from dml_core.data.registry import get_spec
+from dml_core.errors import InputError
+from dml_core.output_paths import data_root as resolve_data_root
+from dml_core.runner.plan import PlannedRun
+from dml_core.training.builders import transform_config
+from dml_core.training.loaders import loader_workers, worker_context
+
+# Disk left free after a cache is written: room for the runs' checkpoints (40-230 MB each) and results.
+DISK_HEADROOM = GIB
+
+
+@dataclass
+class CacheToPrepare:
+    """One missing or stale cache the runs need: where it goes, why it is needed, which runs need it and whether
+    one of them says "cache" (so cannot fall back to the PIL path)."""
+
+    dataset: str
+    root: Path
+    resize_mode: str
+    resize: int
+    problem: str
+    runs: list[str] = field(default_factory=list)
+    required: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}/train ({self.resize_mode} {self.resize})"
+
+    @property
+    def folder(self) -> Path:
+        return cache_dir(self.root, self.dataset, "train", self.resize_mode, self.resize)
+
+
+def device_type(device: str | None) -> str:
+    """The kind of device the runs will train on (``--device``, else the GPU where there is one), without starting
+    CUDA."""
+    if device:
+        return torch.device(device).type
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, device: str | None) -> list[CacheToPrepare]:
+    """The missing or stale caches of prepared (not generated) datasets that the runs will train from."""
+    kind = device_type(device)
+    caches: dict[tuple, CacheToPrepare] = {}
+    for plan in plans:
+        recipe = plan.recipe
+        spec = get_spec(recipe.data.dataset)
+        if spec.generated or not wants_cache(recipe.data, kind):
+            continue
+        root = resolve_data_root(data_root, recipe.data.root)
+        config = transform_config(recipe)
+        key = (spec.name, root, config.resize_mode, config.resize)
+        if key not in caches:
+            problem = cache_problem(*key[:2], "train", *key[2:])
+            if problem is None:
+                continue
+            caches[key] = CacheToPrepare(*key, problem)
+        caches[key].runs.append(plan.name)
+        caches[key].required |= recipe.data.pipeline == "cache"
+    return list(caches.values())
+
+
+def free_disk_bytes(folder: Path) -> int:
+    """Free bytes on the file system that holds ``folder`` (or would: its nearest existing parent)."""
+    existing = next(parent for parent in (folder, *folder.parents) if parent.exists())
+    return shutil.disk_usage(existing).free
+
+
+def prepare_caches(caches: Sequence[CacheToPrepare], log: Callable[[str], None] = print) -> None:
+    """Build each cache the disk can hold, saying what it writes and how long it took; the others fall back to the
+    PIL path (said), or, where a run says "cache", are refused."""
+    for cache in caches:
+        images, size = estimated_cache_bytes(cache.dataset, cache.root, "train", cache.resize_mode, cache.resize)
+        free = free_disk_bytes(cache.folder)
+        needs = f"{images:,} images, {readable_bytes(size)}, in {cache.folder}; {readable_bytes(free)} free there"
+        if size + DISK_HEADROOM > free:
+            if cache.required:
+                raise InputError(
+                    f"{cache.folder}: data.pipeline cache: the decoded image cache of {cache.name} needs {needs} "
+                    f"(and {readable_bytes(DISK_HEADROOM)} kept free); free space there, put the data elsewhere "
+                    "(--data-root), or train on the PIL path (--pipeline pil)"
+                )
+            log(
+                f"data.pipeline auto: the decoded image cache of {cache.name} does not fit ({needs}; "
+                f"{readable_bytes(DISK_HEADROOM)} kept free): {len(cache.runs)} run(s) train on the PIL path"
+            )
+            continue
+        workers = loader_workers("auto")
+        decoders = f"{workers} worker processes" if workers else "this process"
+        log(
+            f"data.pipeline: preparing the decoded image cache of {cache.name} for {len(cache.runs)} run(s): {needs}; "
+            f"decoding every image once, in {decoders}"
+        )
+        started = time.perf_counter()
+        build_cache(
+            cache.dataset, cache.root, "train", cache.resize_mode, cache.resize, workers=workers,
+            worker_context=worker_context(),
+        )  # fmt: skip
+        log(f"data.pipeline: cache of {cache.name} ready in {time.perf_counter() - started:.0f} s")

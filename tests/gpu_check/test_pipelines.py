@@ -1,0 +1,34 @@
+"""The pipelines part on the CPU (its GPU verdict needs a GPU): the cached batches equal the PIL path's for every
+setting it checks, and a batch that differs in one value fails the part, naming the setting."""
+
+import pytest
+import torch
+
+from dml_core.data.batch_augment import BatchAugmentation
+from dml_core.gpu_check.part import CheckContext, PartFailed
+from dml_core.gpu_check.pipelines import CONFIGURATIONS, KEYS, compare_pipelines, run_pipelines
+
+
+def _context(tmp_path) -> CheckContext:
+    return CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path / "report")
+
+
+@pytest.mark.slow
+def test_the_cached_batches_are_the_pil_paths_and_a_difference_fails_the_part(tmp_path, monkeypatch):
+    figures = compare_pipelines(tmp_path / "data", torch.device("cpu"))
+    assert set(figures) == set(CONFIGURATIONS)
+    for record in figures.values():
+        assert record["keys"] == KEYS and record["differing_values"] == 0 and record["max_abs_difference"] == 0.0
+    assert [figures[name]["shape"] for name in CONFIGURATIONS] == [[KEYS, 3, 32, 32], [KEYS, 3, 24, 24]]
+    assert run_pipelines(_context(tmp_path)).summary.startswith(f"{2 * KEYS} cached crops on the GPU equal")
+
+    augment = BatchAugmentation.__call__
+
+    def one_value_off(self, positions, seeds):
+        batch = augment(self, positions, seeds)
+        batch[0, 0, 0, 0] += 1.0
+        return batch
+
+    monkeypatch.setattr(BatchAugmentation, "__call__", one_value_off)
+    with pytest.raises(PartFailed, match=r"differ from the PIL path's: shorter_side 40, .*: 1 values, up to 1; squash"):
+        run_pipelines(_context(tmp_path))

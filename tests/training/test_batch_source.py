@@ -1,0 +1,99 @@
+"""The run's batch source: "auto" resolved against the cache on disk and the GPU's memory (the CUDA half of the rule
+runs on the CPU: only the device type and size are passed in), the pipeline recorded in the results file, and results
+files and checkpoints of earlier cache runs recognised as the same computation."""
+
+import pytest
+import torch
+
+from dml_core.data.image_cache import build_cache
+from dml_core.data.pipeline_choice import GIB
+from dml_core.errors import InputError
+from dml_core.recipes import load_recipe
+from dml_core.results import load_results
+from dml_core.training import builders, train
+from dml_core.training.batches import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
+from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
+from dml_core.training.trainer import is_finished_run
+from tests.training.tiny_runs import recipe_file, tiny_run
+
+# What 40ae3e4 hashed the tiny run as on the cache pipeline (the same batches as its PIL runs, hashed apart then).
+TINY_CACHE_HASH_BEFORE_AUTO = "72e1cdca48c214e1a15a839fe8184262cc42dd93336d314b093c6edd3e7914ee"
+
+
+def _cub_recipe(tmp_path, root, **data):
+    """The tiny run on the prepared fixture CUB (two training classes of three images), random 32 px crops of the
+    images squashed to 40 px."""
+    settings = {"dataset": "cub200", "root": str(root), "transforms": {"resize_mode": "squash", "resize": 40,
+                "crop_size": 32, "train_crop": "random_crop"}, **data}  # fmt: skip
+    sampler = {"name": "pk", "params": {"classes_per_batch": 2, "images_per_class": 2}}
+    return load_recipe(recipe_file(tmp_path, tiny_run(data=settings, sampler=sampler)))
+
+
+def test_auto_on_cuda_takes_a_current_cache_that_leaves_the_gpu_room(tmp_path, odd_sized_cub):
+    recipe = _cub_recipe(tmp_path, odd_sized_cub)
+    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 80 * GIB)
+    assert (choice.pipeline, cache) == ("pil", None)
+    command = f"run `dml prepare cub200 --root {odd_sized_cub} --cache squash --cache-size 40`"
+    assert choice.reason.startswith("auto: no current cache: ") and choice.reason.endswith(command)
+    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 80 * GIB)
+    assert choice.pipeline == "cache" and len(cache) == 6 and len(cache.pixels) == 6 * 3 * 40 * 40
+    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 2 * len(cache.pixels) - 1)
+    assert (choice.pipeline, cache) == ("pil", None) and "would take over 50% of the GPU's" in choice.reason
+    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cpu", None)
+    assert (choice.pipeline, cache) == ("pil", None)
+
+
+def test_the_batch_source_is_the_chosen_pipeline_and_says_which(tmp_path, odd_sized_cub):
+    cpu = torch.device("cpu")
+
+    def source(**data):
+        recipe = _cub_recipe(tmp_path, odd_sized_cub, **data)
+        model = builders.build_model(recipe)
+        train_set, labels, _ = builders.build_datasets(recipe, model, odd_sized_cub)
+        return build_batch_source(recipe, model, train_set, builders.build_sampler(recipe, labels), odd_sized_cub, cpu)
+
+    auto = source()
+    assert isinstance(auto, LoaderBatches) and auto.pipeline.record()["pipeline_setting"] == "auto"
+    with pytest.raises(InputError, match=r"no image cache for cub200/train .* --cache squash --cache-size 40`"):
+        source(pipeline="cache")  # set by the recipe and missing: refused, saying what to run
+    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    cached = source(pipeline="cache")
+    assert isinstance(cached, CachedBatches) and cached.pipeline.record() == {
+        "pipeline": "cache", "pipeline_setting": "cache", "pipeline_reason": "set by the recipe",
+    }  # fmt: skip
+    images, _ = next(iter(cached.epoch(0, 0)))
+    assert images.shape == (4, 3, 32, 32)
+    assert isinstance(source(), LoaderBatches)  # auto on the CPU: the PIL path, cache or not
+
+
+@pytest.mark.slow
+def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_runs_as_finished(tmp_path):
+    data_root = tmp_path / "data"
+    runs = {}
+    for pipeline in ("auto", "pil"):
+        recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": pipeline})))
+        runs[pipeline] = load_results(train(recipe, tmp_path / pipeline, data_root=data_root, progress=False))
+    assert [e.metrics for e in runs["auto"].evaluations] == [e.metrics for e in runs["pil"].evaluations]
+    assert runs["auto"].recipe.sha256 == runs["pil"].recipe.sha256
+    assert runs["auto"].environment["data_loading"] | {"pipeline_reason": ""} == {
+        "num_workers": 0, "num_workers_setting": 0, "worker_start_method": None,
+        "pipeline": "pil", "pipeline_setting": "auto", "pipeline_reason": "",
+    }  # fmt: skip
+    assert runs["auto"].environment["data_loading"]["pipeline_reason"].startswith("auto on cpu: the PIL path")
+
+    # An earlier version hashed a cache run of the same batches apart: its results file finishes this run, and
+    # its checkpoint continues it (a hash of another recipe still does neither).
+    recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": "cache"})))
+    results_path = tmp_path / "pil" / "results.json"
+    written = results_path.read_text()
+    for recorded, finished in ((TINY_CACHE_HASH_BEFORE_AUTO, True), ("0" * 64, False)):
+        results_path.write_text(written.replace(runs["pil"].recipe.sha256, recorded))
+        assert is_finished_run(results_path, recipe) is finished
+    checkpoint_path = tmp_path / "pil" / "checkpoint.pt"
+    state = load_checkpoint(checkpoint_path)
+    save_checkpoint(checkpoint_path, {**state, "recipe_sha256": TINY_CACHE_HASH_BEFORE_AUTO})
+    train(recipe, tmp_path / "pil", resume=True, rerun=True, data_root=data_root, progress=False)
+    save_checkpoint(checkpoint_path, {**state, "recipe_sha256": "0" * 64})
+    with pytest.raises(InputError, match=r"checkpoint\.pt: written by recipe tiny with hash 000000000000"):
+        train(recipe, tmp_path / "pil", resume=True, rerun=True, data_root=data_root, progress=False)
