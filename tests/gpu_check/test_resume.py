@@ -11,8 +11,9 @@ from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
 
 
 def _small_recipe() -> dict:
-    recipe = copy.deepcopy(RESUME_RECIPE)  # the part's run, shorter: the CPU is slow
+    recipe = copy.deepcopy(RESUME_RECIPE)  # the part's run, shorter and narrower: the CPU is slow
     recipe["training"].update(iterations=12, eval_every=12, checkpoint_every=2)
+    recipe["model"]["width"] = 0.125
     return recipe
 
 

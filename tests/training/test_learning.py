@@ -2,10 +2,10 @@
 
 One tiny run per paper: the proposed run of ``reproduce/<key>/mini.yaml`` in its mini version (the recipe's loss,
 sampler, parameter groups and their multipliers, BN freezing, warm-up, schedule shape, head), shrunk further to
-100-200 iterations of a 1/8-width backbone on the small embedded glyph set. The same run is trained again with its
-wiring broken the two ways a loss-level test cannot see: the embedding detached on its way to the loss (the model
-gets no gradient; backward still runs) and the trunk's learning rate set to 0 (only the head and the loss's own
-parameters train). Real and mutated runs start from the same weights (the same seed).
+100-200 iterations of a 1/8-width backbone on the small embedded glyph set. The same run is trained again, shorter,
+with its wiring broken the two ways a loss-level test cannot see: the embedding detached on its way to the loss (the
+model gets no gradient; backward still runs) and the trunk's learning rate set to 0 (only the head and the loss's
+own parameters train). Real and mutated runs start from the same weights (the same seed).
 
 Why the checks are what they are. A tiny run from random weights amplifies the CPU's float kernels: the same run
 gained R@1 4.2 on one machine and 1.9 on another (anml), and an R@1 margin tuned on the machines at hand failed
@@ -50,11 +50,16 @@ from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.training import builders, setup, trainer
 from dml_core.training import train as train_run
 
-SLOW = pytest.mark.slow  # fifteen tiny runs of 15-50 s each on one thread, side by side
+SLOW = pytest.mark.slow  # five tiny runs of 15-50 s each on one thread and ten shorter ones, side by side
 
 # How far each paper's tiny run goes: iterations, or epochs of the small set for a recipe counted in epochs.
 TINY_LENGTH = {"damlrrm": {"iterations": 100}, "anml": {"iterations": 200}, "gpw": {"epochs": 7},
                "drml": {"iterations": 100}, "cgml": {"iterations": 200}}  # fmt: skip
+# The mutated runs of the gate's exact checks stop early: a zero gradient or a rate of 0 shows from the first step
+# the trunk trains (gpw's trunk is frozen for its first 2 epochs), and their loss and R@1 are not checked (their
+# measured figures, ``MEASURED``, are of full-length runs: ``measure_learning`` trains those).
+MUTATED_LENGTH = {"damlrrm": {"iterations": 10}, "anml": {"iterations": 10}, "gpw": {"epochs": 3},
+                  "drml": {"iterations": 10}, "cgml": {"iterations": 10}}  # fmt: skip
 TINY_WIDTH = 0.125  # the narrowest backbone learns fastest here (cgml: +7.9 at 1/8 width, +4.9 at 1/4)
 MODEL_GROUPS = ("backbone", "new_layers")  # the optimiser groups of the model (the loss's own group is apart)
 LOSS_WINDOW = 0.2  # the training loss is averaged over the first and the last fifth of the run's steps
@@ -114,10 +119,11 @@ class Recorder:
         return 1.0 - (sum(last) / window) / (sum(first) / window)
 
 
-def tiny_recipe(key: str) -> Recipe:
-    """The proposed run of ``key``'s mini comparison, mini-shrunk to ``TINY_LENGTH`` on the small glyph set."""
+def tiny_recipe(key: str, length: dict | None = None) -> Recipe:
+    """The proposed run of ``key``'s mini comparison, mini-shrunk to ``length`` (default ``TINY_LENGTH``) on the
+    small glyph set."""
     run = find_run(f"{key}/{load_mini_comparison(RECIPES_DIR, key).proposed}").recipe()
-    length = TINY_LENGTH[key]
+    length = length or TINY_LENGTH[key]
     update = {"iterations": length.get("iterations"), "epochs": length.get("epochs"), "backbone_width": TINY_WIDTH}
     tiny = mini_version(run.model_copy(update={"mini": run.mini.model_copy(update=update)}))
     return with_overrides(tiny, ["data.dataset=embedded", "training.eval_batch_size=256"])
@@ -189,6 +195,7 @@ class TinyJob:
     data_root: Path
     threads: int = 1
     deterministic: bool = True
+    length: tuple[tuple[str, int], ...] = ()  # the run's length as (field, value) pairs; (): TINY_LENGTH
 
 
 def train_tiny(job: TinyJob) -> TinyRun:
@@ -203,7 +210,8 @@ def train_tiny(job: TinyJob) -> TinyRun:
             monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda mode, **kwargs: use(False))
         recorder = Recorder(trainer.train_step)
         monkeypatch.setattr(trainer, "train_step", recorder)
-        path = train_run(tiny_recipe(job.key), job.out_dir, mini=True, data_root=job.data_root, progress=False)
+        recipe = tiny_recipe(job.key, dict(job.length))
+        path = train_run(recipe, job.out_dir, mini=True, data_root=job.data_root, progress=False)
     evaluations = load_results(path).evaluations
     assert evaluations[0].iteration == 0, "a tiny run evaluates before its first update"
     return TinyRun(
@@ -216,11 +224,18 @@ def train_tiny(job: TinyJob) -> TinyRun:
     )
 
 
-def train_side_by_side(runs, data_root: Path, folder, workers: int, **configuration) -> dict[tuple[str, str], TinyRun]:
+def train_side_by_side(
+    runs, data_root: Path, folder, workers: int, mutated_length=None, **configuration
+) -> dict[tuple[str, str], TinyRun]:
     """Train the ``(key, variant)`` tiny runs side by side in one-thread workers (the mini tier's runner), each in
-    ``folder(key)``; raise the first failure."""
+    ``folder(key)``, mutated runs to ``mutated_length[key]`` where given; raise the first failure."""
     ensure_generated("embedded", data_root)  # once, before the workers read it
-    jobs = [TinyJob(key, variant, folder(key), data_root, **configuration) for key, variant in runs]
+    short = {key: tuple(length.items()) for key, length in (mutated_length or {}).items()}
+    lengths = {(key, variant): short.get(key, ()) if variant != REAL else () for key, variant in runs}
+    jobs = [
+        TinyJob(key, variant, folder(key), data_root, length=lengths[key, variant], **configuration)
+        for key, variant in runs
+    ]
     outcomes = dict(run_side_by_side(train_tiny, jobs, workers=workers))
     failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
     if failure is not None:
@@ -285,13 +300,14 @@ def real_loss_falls(key: str) -> list[float]:
 
 @pytest.fixture(scope="module")
 def tiny_runs(request, tmp_path_factory) -> dict[tuple[str, str], TinyRun]:
-    """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate), trained side by side in
-    one-thread workers: about 4.5 minutes on 2 cores for the fifteen."""
+    """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate; the mutated ones stop at
+    ``MUTATED_LENGTH``), trained side by side in one-thread workers."""
     return train_side_by_side(
         selected_runs(request.session.items),
         tmp_path_factory.mktemp("data"),
         lambda key: tmp_path_factory.mktemp(f"{key}-run"),
         workers=available_cores(),
+        mutated_length=MUTATED_LENGTH,
     )
 
 
