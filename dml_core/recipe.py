@@ -130,6 +130,20 @@ class ScheduleSettings(StrictModel):
         return self
 
 
+Precision = Literal["fp32", "bf16"]
+
+
+def forward_precision(device_type: str, bf16: bool) -> Precision:
+    """The precision of a run's training forward on a device of ``device_type``: bf16 autocast on CUDA where
+    ``training.bf16`` (the shared reading ``precision``) asks for it, fp32 otherwise (``training.step.autocast``;
+    the results file records it).
+
+    >>> forward_precision("cuda", True), forward_precision("cuda", False), forward_precision("cpu", True)
+    ('bf16', 'fp32', 'fp32')
+    """
+    return "bf16" if device_type == "cuda" and bf16 else "fp32"
+
+
 def _with_one_length(settings: Any) -> Any:
     """A run's length is counted one way: ``settings`` (training or mini) sets iterations or epochs, not both."""
     if (settings.iterations is None) == (settings.epochs is None):
@@ -144,7 +158,9 @@ class TrainingSettings(StrictModel):
     eval_every: PositiveInt = 1000
     checkpoint_every: PositiveInt = 1000
     seed: NonNegativeInt = 0
-    bf16: bool = True  # autocast of the model on CUDA only (losses run in fp32); CPU runs stay fp32
+    # autocast of the model on CUDA only (losses and test embeddings in fp32); CPU runs stay fp32. The recipes set it
+    # through the shared reading ``precision`` (reproduce/readings.yaml)
+    bf16: bool = True
     channels_last: bool = True  # CUDA only
     compile: bool = False  # torch.compile the model
     sync_every: PositiveInt = 50  # CUDA: iterations between host reads of the non-finite-loss watch
@@ -168,6 +184,7 @@ class EvaluationSettings(StrictModel):
     kmeans_backend: Literal["faiss", "sklearn"] = "faiss"
     kmeans_iterations: PositiveInt = 20
     kmeans_seed: NonNegativeInt = 0
+    # the evaluation a run reports; the recipes set it through the shared reading ``selection`` (readings.yaml)
     selection: Literal["best_r1", "final"] = "best_r1"
 
 
@@ -266,6 +283,10 @@ class Recipe(StrictModel):
         # Hashed by what it computes: both pipelines give the same batches on random crops. "pil" stays in the tree
         # (every hash from before "auto" existed keeps its value).
         tree["data"]["pipeline"] = self.data.hashed_pipeline
+        # A shared reading (an undotted name, reproduce/readings.yaml) is hashed by the settings its value sets
+        # (training.bf16, evaluation.selection), which are hashed themselves: runs hashed before it existed keep
+        # their hashes.
+        tree["readings"] = {name: value for name, value in tree["readings"].items() if "." in name}
         for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
             if tree[section].get(key) == default:
                 del tree[section][key]

@@ -3,7 +3,8 @@
 - ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
   was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
   every evaluation, the selection rule next to the selected numbers, what every rule picks (``selections``:
-  the best-test-R@1 evaluation, the papers' practice, and the final one), the evaluation protocol and timing;
+  the best-test-R@1 evaluation, the papers' practice, and the final one), the precision the model trained in
+  (``precision``), the evaluation protocol and timing;
   ``queries`` names the companion file of per-query retrieval terms of those picks (for a bootstrap over queries).
 - ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
   protocol (``dml_core.linear.protocol``), one base seed: the protocol settings (splits, CV folds, the grid
@@ -23,6 +24,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
+from dml_core.recipe import Precision, forward_precision
 from dml_core.schema import StrictModel, format_validation_error
 
 SCHEMA_VERSION = 1
@@ -96,6 +98,9 @@ class ResultsFile(StrictModel):
     smoke: bool
     mini: bool = False  # the CPU mini tier (``mini_version``); absent in files written before it existed
     world_size: int = 1
+    # the precision of the model's training forward (``recipe.forward_precision``; losses and test embeddings are
+    # fp32 whatever it is); absent in files written before it was recorded: ``training_precision`` reads it then
+    precision: Precision | None = None
     # which images the run trained and tested on: sha256 of each split's sorted paths, and "all"
     # (``dml_core.data.index.index_hashes``; absent in files written before it was recorded)
     index_hashes: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] | None = None
@@ -142,6 +147,15 @@ class ResultsFile(StrictModel):
     def metric_samples(self, metric: str) -> list[float]:
         """The run's measured values of ``metric``: its selected number (none when not evaluated)."""
         return [self.selection.metrics[metric]] if metric in self.selection.metrics else []
+
+    @property
+    def training_precision(self) -> Precision:
+        """The recorded precision, or for a file written before it was recorded what that run did: bf16 autocast on
+        CUDA where its recipe's ``training.bf16`` (true unless set) asked for it, fp32 otherwise."""
+        if self.precision is not None:
+            return self.precision
+        device_type = str(self.environment.get("device", "cpu")).split(":")[0]
+        return forward_precision(device_type, bool(self.recipe.content.get("training", {}).get("bf16", True)))
 
     @property
     def untrained(self) -> EvaluationRecord | None:
@@ -324,9 +338,11 @@ def deep_results_payload(
     total: int,
     resumed_runs: int,
     world_size: int,
+    device_type: str,
 ) -> dict:
     """A finished deep run's results file (``ResultsFile``'s fields), from what the trainer measured and the
-    ``recipe`` (a ``dml_core.recipe.Recipe``) it ran: the selection rules applied to its evaluations here."""
+    ``recipe`` (a ``dml_core.recipe.Recipe``) it ran on a device of ``device_type``: the selection rules applied to
+    its evaluations here, and the precision its model trained in."""
     return {
         "schema_version": SCHEMA_VERSION,
         "status": "complete",
@@ -348,6 +364,7 @@ def deep_results_payload(
         "smoke": smoke,
         "mini": mini,
         "world_size": world_size,
+        "precision": forward_precision(device_type, recipe.training.bf16),
         "index_hashes": index_hashes,
         "git": git,
         "environment": environment,

@@ -15,6 +15,7 @@ from dml_core.commands.options import add_reading_option
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
     PAPERS,
+    PaperRecipes,
     check_reading_choices,
     load_catalog,
     load_paper,
@@ -22,6 +23,7 @@ from dml_core.recipes import (
     resolve_run,
     smoke_version,
 )
+from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE, Reading
 from dml_core.recipes.compose import extends_chain
 
 
@@ -58,10 +60,13 @@ def list_runs(paper: str | None) -> str:
     papers = [paper] if paper else PAPERS
     lines = []
     for key, recipes in load_catalog(papers=papers).items():
-        lines.append(f"{key} ({len(recipes.runs)} runs)")
+        shared = [name for name, reading in _readings_of(recipes).items() if reading.shared]
+        every_run = f"; every run rests on the shared readings {', '.join(shared)}" if shared else ""
+        lines.append(f"{key} ({len(recipes.runs)} runs){every_run}")
         for run in recipes.runs:
             targets = ", ".join(t if isinstance(t, str) else f"{t['table']}/{t['row']}" for t in run.targets)
-            readings = f"  [readings: {', '.join(run.reading_names)}]" if run.reading_names else ""
+            own = [name for name in run.reading_names if name not in shared]
+            readings = f"  [readings: {', '.join(own)}]" if own else ""
             lines.append(f"  {run.id}  ->  {targets}{readings}  ({run.file.name})")
     return "\n".join(lines)
 
@@ -86,15 +91,26 @@ def show_run(reference: str, reading_texts: list[str], smoke: bool) -> str:
 def list_readings(paper: str) -> str:
     """Each reading of ``paper``: its question, values (the default marked), why, and how many runs rest on it."""
     recipes = load_paper(paper)
-    if recipes.assumptions is None or not recipes.assumptions.readings:
+    readings = _readings_of(recipes)
+    if not readings:
         return f"{paper}: no readings"
     lines = []
-    for name, reading in recipes.assumptions.readings.items():
+    for name, reading in readings.items():
         using = sum(1 for run in recipes.runs if name in run.reading_names)
         lines.append(f"{name}  ({using} runs rest on it; run another value with --reading {name}=VALUE)")
+        if reading.shared:
+            own = name in recipes.assumptions.shared_readings
+            lines.append(
+                f"  shared by every paper (reproduce/{SHARED_READINGS_FILE})"
+                + (f"; {paper}'s own default (reproduce/{paper}/{ASSUMPTIONS_FILE})" if own else "")
+            )
         lines.append(f"  question: {reading.question.strip()}")
         for value, meaning in reading.values.items():
             mark = " (default)" if value == reading.default else ""
             lines.append(f"  {value}{mark}: {meaning.strip()}")
         lines.append(f"  why the default: {reading.why.strip()}")
     return "\n".join(lines)
+
+
+def _readings_of(recipes: PaperRecipes) -> dict[str, Reading]:
+    return recipes.assumptions.readings if recipes.assumptions else {}

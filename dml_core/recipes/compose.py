@@ -11,7 +11,8 @@ recipe settings
 ``assumptions: [id, ...]``
     ids of ``assumptions.yaml`` (in the paper's folder) these runs rest on;
 ``readings: {name: {value: settings, ...}}``
-    for each named reading of ``assumptions.yaml``, what each of its values changes for these runs;
+    for each named reading of ``assumptions.yaml``, what each of its values changes for these runs (the shared
+    readings of ``reproduce/readings.yaml`` say it there, for every run);
 ``runs: [entry, ...]``
     the runs the file declares (a file without runs is a base for others; runs are not inherited);
 ``targets: {run id: ["table/row", ...]}``
@@ -43,7 +44,7 @@ from pydantic import ValidationError
 
 from dml_core.errors import InputError
 from dml_core.recipe import Recipe, Target, parse_override
-from dml_core.recipes.assumptions import PaperAssumptions
+from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
 from dml_core.schema import describe_problem, read_yaml_mapping
 
@@ -273,6 +274,9 @@ def expand_file(path: Path, paper_assumptions: PaperAssumptions | None) -> list[
     """Every run ``path`` declares (none for a base file), in declaration order."""
     chain = extends_chain(path)
     base = Layered()
+    for name, reading in (paper_assumptions.readings if paper_assumptions else {}).items():
+        if reading.shared:  # every run rests on it, its patches first (a recipe file may add to them)
+            base.add({"readings": {name: reading.patches}}, SHARED_READINGS_FILE)
     for file, tree in chain:
         base.add(tree, str(file), reserved=FILE_KEYS)
     top = chain[-1][1]

@@ -15,8 +15,9 @@ LEGEND = (
     "The gate is the metric's tolerance, or the measured spread of the line where that is larger. Reproduced "
     "numbers are the mean over seeds (± sample std, with the seed count in the runs column), or over splits for the "
     "linear Table 2 protocol "
-    "(± std over splits, as the paper prints it). A deep run's number is the evaluation with the best test R@1, as "
-    "the papers select; '· final' gives the last evaluation's where it differs. A single seed's number shows its 95% "
+    "(± std over splits, as the paper prints it). A deep run's number is the evaluation its reading `selection` "
+    "picks: by default the one with the best test R@1 (the papers' likely practice; none states it); '· final' gives "
+    "the reading's other value, the last evaluation's, where it differs. A single seed's number shows its 95% "
     "bootstrap interval over the test queries, [low, high] (retrieval metrics; 1,000 resamples, seeded)."
 )
 MISSING = "—"

@@ -37,10 +37,17 @@ LINEAR_SMOKE_BANNER = (
     "> The linear (Table 2) smoke lines use the real data set but only a few splits, a grid thinned to about "
     "one point and a short solver budget (see the linear runs table): not comparable with the paper either."
 )
+# The shared reading ``selection`` (reproduce/readings.yaml): its value best-r1 is the rule best_r1, final is final.
 SELECTION_RULES = {
     "best_r1": "best_r1: the evaluation with the best test R@1 over training (earliest on ties); every metric "
-    "of the row is taken from that one evaluation",
-    "final": "final: the last evaluation of the run",
+    "of the row is taken from that one evaluation (the reading `selection` at its default, best-r1; '· final' "
+    "beside a number is its other value, final, from the same run)",
+    "final": "final: the last evaluation of the run (the reading `selection` at final)",
+}
+# The shared reading ``precision``: what the model's training forward ran in (``ResultsFile.training_precision``).
+PRECISIONS = {
+    "fp32": "model trained in fp32",
+    "bf16": "model trained under bf16 autocast (loss and test embeddings in fp32)",
 }
 VERDICT_MARKS = {HOLDS: "✓ holds", FAILS: "✗ fails", WITHIN_NOISE: "≈ within noise", NOT_RUN: "… not run",
                  SMOKE: "n/a (smoke)"}  # fmt: skip
@@ -104,6 +111,7 @@ def _protocol_line(results: ResultsFile) -> str:
             f"k-means {clustering.get('backend', '?')} ({clustering.get('iterations', '?')} iterations, "
             f"seed {clustering.get('seed', '?')}), NMI {clustering.get('nmi_normalization', '?')}"
         )
+    parts.append(PRECISIONS[results.training_precision])  # the shared reading ``precision``, as it ran
     return ", ".join(parts)
 
 

@@ -9,14 +9,15 @@ from contextlib import nullcontext
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from dml_core.recipe import TrainingSettings
+from dml_core.recipe import TrainingSettings, forward_precision
 from dml_core.training.distributed import Sharding
 
 
 def autocast(device: torch.device, enabled: bool):
-    """bf16 autocast of the training forward on CUDA when enabled; CPU runs stay fp32 (and deterministic).
-    Evaluation embeds in fp32 always (``evaluation.TestSetEmbedder``)."""
-    if device.type == "cuda" and enabled:
+    """The training forward's autocast: bf16 where ``forward_precision`` says so (CUDA, ``training.bf16``), none
+    otherwise: CPU runs stay fp32 (and deterministic). Evaluation embeds in fp32 always
+    (``evaluation.TestSetEmbedder``)."""
+    if forward_precision(device.type, enabled) == "bf16":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return nullcontext()
 

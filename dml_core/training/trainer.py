@@ -181,6 +181,7 @@ def _train(
         total=run.total,
         resumed_runs=run.resumed_runs,
         world_size=process.world_size,
+        device_type=device.type,
     )
     if process.is_main:
         queries = run.query_terms.write_beside(results_path)  # first: the results file names it

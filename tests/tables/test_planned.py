@@ -34,7 +34,9 @@ def test_the_pinned_linear_plans_plan_iris_and_wine_rows_that_exist():
 def test_a_table_lists_the_assumptions_and_readings_its_runs_rest_on():
     plan = load_plan(RECIPES_DIR, "damlrrm")
     assumptions, readings = plan.rests_on("table7")  # OURS 2 and Full PPs: one PK stream, no shuffled pool
-    assert readings == {"damlrrm.lr": "1e-4"} and plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
+    # the shared readings (reproduce/readings.yaml) at their defaults, and no damlrrm.shuffled-pool
+    assert readings == {"precision": "bf16", "selection": "best-r1", "damlrrm.lr": "1e-4"}
+    assert plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
     assert "one-stream-batch" in assumptions and "two-stream-batch" not in assumptions
     assumptions, readings = plan.rests_on("table1")
     assert "two-stream-batch" in assumptions and readings["damlrrm.shuffled-pool"] == "whole"
