@@ -96,6 +96,19 @@ def test_the_index_a_run_used_is_recorded_and_older_files_load_without_it(tmp_pa
     assert load_results(write_results(tmp_path / "old.json", _payload())).index_hashes is None
 
 
+def test_the_training_precision_is_recorded_and_older_files_read_it_from_their_recipe_and_device(tmp_path):
+    def loaded(name, **fields):
+        return load_results(write_results(tmp_path / f"{name}.json", {**_payload(), **fields}))
+
+    assert loaded("recorded", precision="fp32", environment={"device": "cuda:0"}).training_precision == "fp32"
+    # written before the precision was recorded: bf16 autocast on CUDA unless the recipe turned it off
+    assert loaded("old-cuda", environment={"device": "cuda:0"}).training_precision == "bf16"
+    fp32_recipe = {**_payload()["recipe"], "content": {"training": {"bf16": False}}}
+    assert loaded("old-cuda-fp32", environment={"device": "cuda"}, recipe=fp32_recipe).training_precision == "fp32"
+    assert loaded("old-cpu", environment={"device": "cpu"}).training_precision == "fp32"
+    assert loaded("old-cpu").precision is None
+
+
 def test_round_trip(tmp_path):
     path = write_results(tmp_path / "a" / "results.json", _payload())
     assert load_results(path).selection.iteration == 20

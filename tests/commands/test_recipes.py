@@ -37,6 +37,20 @@ def test_readings_lists_question_values_and_default(capsys):
     assert "damlrrm.lr  (15 runs rest on it" in out and "1e-4 (default):" in out
 
 
+@pytest.mark.parametrize(("paper", "precision"), [("gpw", "bf16"), ("anml", "fp32")])
+def test_readings_lists_the_shared_readings_with_the_papers_default(capsys, paper, precision):
+    assert main(["recipes", "readings", paper]) == 0
+    out = capsys.readouterr().out
+    other_precision = "fp32" if precision == "bf16" else "bf16"
+    for name, default, other in (("precision", precision, other_precision), ("selection", "best-r1", "final")):
+        block = out.split(f"{name}  (")[1].split("why the default:")[0]
+        assert "shared by every paper (reproduce/readings.yaml)" in block and "question:" in block
+        assert f"\n  {default} (default):" in block and f"\n  {other}:" in block
+    assert ("anml's own default" in out) == (paper == "anml")
+    assert main(["recipes", "list", "--paper", paper]) == 0
+    assert "every run rests on the shared readings precision, selection" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp_path, monkeypatch):
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
