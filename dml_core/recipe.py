@@ -130,6 +130,16 @@ class ScheduleSettings(StrictModel):
         return self
 
 
+def is_shared_reading(name: str) -> bool:
+    """Whether a reading is shared by every paper (reproduce/readings.yaml): an undotted name; a paper's own
+    readings are named ``<key>.<name>`` (``recipes.assumptions`` checks both).
+
+    >>> is_shared_reading("precision"), is_shared_reading("cgml.graphs")
+    (True, False)
+    """
+    return "." not in name
+
+
 Precision = Literal["fp32", "bf16"]
 
 
@@ -283,10 +293,9 @@ class Recipe(StrictModel):
         # Hashed by what it computes: both pipelines give the same batches on random crops. "pil" stays in the tree
         # (every hash from before "auto" existed keeps its value).
         tree["data"]["pipeline"] = self.data.hashed_pipeline
-        # A shared reading (an undotted name, reproduce/readings.yaml) is hashed by the settings its value sets
-        # (training.bf16, evaluation.selection), which are hashed themselves: runs hashed before it existed keep
-        # their hashes.
-        tree["readings"] = {name: value for name, value in tree["readings"].items() if "." in name}
+        # A shared reading is hashed by the settings its value sets (training.bf16, evaluation.selection), which are
+        # hashed themselves: runs hashed before it existed keep their hashes.
+        tree["readings"] = {name: value for name, value in tree["readings"].items() if not is_shared_reading(name)}
         for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
             if tree[section].get(key) == default:
                 del tree[section][key]

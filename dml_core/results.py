@@ -154,8 +154,12 @@ class ResultsFile(StrictModel):
         CUDA where its recipe's ``training.bf16`` (true unless set) asked for it, fp32 otherwise."""
         if self.precision is not None:
             return self.precision
-        device_type = str(self.environment.get("device", "cpu")).split(":")[0]
-        return forward_precision(device_type, bool(self.recipe.content.get("training", {}).get("bf16", True)))
+        return forward_precision(self.device_type, bool(self.recipe.content.get("training", {}).get("bf16", True)))
+
+    @property
+    def device_type(self) -> str:
+        """The kind of device the run trained on ("cuda", "cpu"), from ``environment.device`` ("cuda:0")."""
+        return str(self.environment.get("device", "cpu")).split(":")[0]
 
     @property
     def untrained(self) -> EvaluationRecord | None:

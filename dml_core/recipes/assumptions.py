@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
+from dml_core.recipe import is_shared_reading
 from dml_core.schema import StrictModel, load_yaml_model
 
 ASSUMPTIONS_FILE = "assumptions.yaml"
@@ -55,7 +56,7 @@ class SharedReadings(StrictModel):
     @model_validator(mode="after")
     def _each_value_patches_the_settings(self) -> SharedReadings:
         for name, reading in self.readings.items():
-            if not re.match(ID_PATTERN, name) or "." in name:
+            if not re.match(ID_PATTERN, name) or not is_shared_reading(name):
                 raise ValueError(f"reading {name!r}: expected an undotted id (lower-case letters, digits, '+', '-')")
             if reading.patches is None or set(reading.patches) != set(reading.values):
                 found = ", ".join(reading.patches or {}) or "none"

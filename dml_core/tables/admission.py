@@ -38,7 +38,7 @@ from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.evaluation.registry import METRICS
 from dml_core.published import PublishedPaper, find_row
-from dml_core.recipe import Recipe, smoke_version
+from dml_core.recipe import Recipe, forward_precision, smoke_version
 from dml_core.results import AnyResults, ResultsFile, SelectionRecord, select_every_rule
 from dml_core.schema import format_validation_error
 from dml_core.tables.index_check import IndexCheck
@@ -155,7 +155,8 @@ def pinned_recipe(results: ResultsFile, plan: Plan, smoke: bool) -> Recipe:
 
 
 def check_identity(results: ResultsFile, recipe: Recipe) -> None:
-    """Rows, dataset, seed and backbone are the pinned recipe's."""
+    """Rows, dataset, seed and backbone are the pinned recipe's, and the precision it records the one its recipe
+    trains in on the device it ran on."""
     pinned = [(target.table, target.row) for target in recipe.targets]
     for target in results.targets:
         if (target.table, target.row) not in pinned:
@@ -166,6 +167,7 @@ def check_identity(results: ResultsFile, recipe: Recipe) -> None:
         ("dataset", recipe.data.dataset, results.dataset),
         ("seed", recipe.training.seed, results.seed),
         ("backbone", recipe.model.backbone, results.backbone),
+        ("precision", forward_precision(results.device_type, recipe.training.bf16), results.training_precision),
     ):
         if expected != found:
             raise _field(name, f"{expected!r} (its recipe's)", repr(found))

@@ -15,6 +15,8 @@ from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.provenance import git_starts
 from dml_core.published import PublishedPaper, PublishedTable, find_row
+from dml_core.recipe import is_shared_reading
+from dml_core.recipes.assumptions import SHARED_READINGS_FILE
 from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.cells import LEGEND
 from dml_core.tables.claim_verdicts import FAILS, HOLDS, NOT_RUN, SMOKE, WITHIN_NOISE, ClaimVerdict
@@ -246,10 +248,13 @@ def rests_on_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
         f'{_count(len(readings), "reading")} (<a href="{source}">assumptions.yaml</a>)</summary>',
         "",
     ]
+    shared = _relative(inputs.root / "reproduce" / SHARED_READINGS_FILE, inputs.markdown_dir)
     for name, default in sorted(readings.items()):
         others = [value for value in inputs.plan.reading_values.get(name, []) if value != default]
+        where = f' (every paper\'s, <a href="{shared}">{SHARED_READINGS_FILE}</a>)' if is_shared_reading(name) else ""
         lines.append(
-            f"- reading `{name}`: `{default}` (default)" + (f"; also runnable: {', '.join(others)}" if others else "")
+            f"- reading `{name}`{where}: `{default}` (default)"
+            + (f"; also runnable: {', '.join(others)}" if others else "")
         )
     lines += [f"- `{key}`: {' '.join(text.split())}" for key, text in assumptions.items()]
     return [*lines, "", "</details>", ""]

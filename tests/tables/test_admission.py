@@ -211,6 +211,14 @@ def test_a_results_file_of_another_dataset_is_refused(root):
     )
 
 
+def test_a_precision_its_recipe_does_not_train_in_on_that_device_is_refused(root):
+    payload = pinned_payload()  # on an H100, its recipe at training.bf16's default: bf16 autocast
+    _forge(root, {**payload, "precision": "bf16"}, name="honest-seed0.json")
+    assert _admit(root).refused == []
+    _forge(root, {**payload, "precision": "fp32"}, name="honest-seed0.json")
+    assert _only_refusal(_admit(root)) == "field precision: expected 'bf16' (its recipe's), found 'fp32'"
+
+
 def test_a_run_stopped_short_of_its_last_iteration_is_refused(root):
     payload = pinned_payload(curve=[{"R@1": 50.0, "R@2": 60.0, "NMI": 70.0}])
     payload["evaluations"][0]["iteration"] = 5
