@@ -9,12 +9,12 @@ from contextlib import nullcontext
 
 import pytest
 import torch
-from torch import nn
 
 from dml_core.recipe import forward_precision
 from dml_core.recipes import load_catalog
 from dml_core.results import ResultsFile, deep_results_payload, validate_results
 from dml_core.training import step
+from tests.training.test_evaluation_precision import RecordingModel
 
 CATALOG = load_catalog()
 FIRST_RUNS = [paper.runs[0] for paper in CATALOG.values()]  # one run of each paper
@@ -73,46 +73,33 @@ def test_precision_decides_the_autocast_of_the_training_forward_on_cuda_and_neve
         assert recipe.variant == ("" if value == run.default_reading("precision") else f"precision={value}")
 
 
-class DtypeRecorder(nn.Module):
-    """A linear embedding that records the dtype its forward computed in."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = nn.Linear(4, 3)
-        self.dtypes = []
-
-    def forward(self, items: torch.Tensor) -> torch.Tensor:
-        output = self.layer(items)
-        self.dtypes.append(output.dtype)
-        return output
-
-
 def _autocast_as_on_cuda(device: torch.device, enabled: bool):
     """The trainer's decision for a CUDA device, opened as the CPU's bf16 autocast (no GPU here)."""
     bf16 = forward_precision("cuda", enabled) == "bf16"
     return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
 
 
-def _forward_dtype(training) -> tuple[torch.dtype, torch.dtype]:
-    """The dtype of the model's forward and of the loss in one step of the trainer's ``train_step``."""
-    torch.manual_seed(0)
-    model = DtypeRecorder()
+def _autocast_of_the_forward(training) -> tuple[bool, torch.dtype]:
+    """Whether the model's forward ran under autocast in one step of the trainer's ``train_step``, and the loss's
+    dtype."""
+    model = RecordingModel()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.ConstantLR(optimizer)
     loss = step.train_step(
         model, lambda output, _: output.pow(2).mean(), optimizer, scheduler, torch.randn(8, 4), torch.zeros(8), training
     )
-    return model.dtypes[-1], loss.dtype
+    [autocast] = model.autocast_seen
+    return autocast, loss.dtype
 
 
-@pytest.mark.parametrize(("value", "dtype"), [("fp32", torch.float32), ("bf16", torch.bfloat16)])
-def test_the_training_forward_runs_in_the_readings_dtype_on_a_cuda_like_path_and_in_fp32_on_the_cpu(
-    value, dtype, monkeypatch
+@pytest.mark.parametrize("value", ["fp32", "bf16"])
+def test_the_training_forward_autocasts_as_the_reading_says_on_a_cuda_like_path_and_never_on_the_cpu(
+    value, monkeypatch
 ):
     training = CATALOG["cgml"].runs[0].recipe({"precision": value}).training
-    assert _forward_dtype(training) == (torch.float32, torch.float32)  # the CPU: fp32 whatever the reading
+    assert _autocast_of_the_forward(training) == (False, torch.float32)  # the CPU: fp32 whatever the reading
     monkeypatch.setattr(step, "autocast", _autocast_as_on_cuda)
-    assert _forward_dtype(training) == (dtype, torch.float32)  # the loss in fp32 either way
+    assert _autocast_of_the_forward(training) == (value == "bf16", torch.float32)  # the loss in fp32 either way
 
 
 @pytest.mark.parametrize("run", FIRST_RUNS, ids=_name)
