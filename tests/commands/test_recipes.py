@@ -60,6 +60,8 @@ def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp
     results = load_results(out / "results.json")
     assert results.recipe.id == "ours-sop" and results.recipe.path == "reproduce/damlrrm/ours.yaml"
     assert results.recipe.content["readings"]["damlrrm.lr"] == "1e-3"
+    # the shared reading precision at damlrrm's default, bf16, and the CPU's forward in fp32 whatever it says
+    assert results.recipe.content["readings"]["precision"] == "bf16" and results.precision == "fp32"
     assert results.timing.iterations == 1 and results.smoke
 
 
