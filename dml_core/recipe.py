@@ -296,6 +296,11 @@ class Recipe(StrictModel):
         # A shared reading is hashed by the settings its value sets (training.bf16, evaluation.selection), which are
         # hashed themselves: runs hashed before it existed keep their hashes.
         tree["readings"] = {name: value for name, value in tree["readings"].items() if not is_shared_reading(name)}
+        # A paper's reading added after its runs were hashed is hashed only at another value than "as before" (its
+        # default, whose settings are those of the earlier runs); its other values set settings of their own.
+        for name, earlier in _READINGS_HASHED_UNLESS_EARLIER.items():
+            if tree["readings"].get(name) == earlier:
+                del tree["readings"][name]
         for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
             if tree[section].get(key) == default:
                 del tree[section][key]
@@ -338,6 +343,8 @@ _HASHED_UNLESS_DEFAULT = {
     ("training", "evaluate_at_start"): False,
     ("training", "deterministic"): True,
 }
+# Readings added after the runs they apply to were hashed, with the value that computes what those runs computed.
+_READINGS_HASHED_UNLESS_EARLIER = {"cgml.reduction": "mean"}
 
 
 def _sha256(tree: Any) -> str:

@@ -18,7 +18,9 @@ class TwoStreamSampler(EpochBatchSampler):
 
     Neat stream: a PK batch of m classes x k images, covering every training image once per epoch.
     Shuffled stream: m*k images from a pool of ``shuffled_pool_size`` random training images (drawn once per
-    seed; default half the training set, "all" the whole of it), by global iteration:
+    seed; default half the training set, "all" the whole of it, "all_interlaced" the whole of it less one batch of
+    images where the whole would take as many batches as the neat epoch, so that the cycled streams' periods
+    differ, N^s != N^x), by global iteration:
       ``reshuffle_pool=False`` (default): the pool is cut once into batches that are cycled; the pool holds a
         different number of batches than the neat epoch, so the same shuffled batch meets different neat
         batches (Eq. 2: B^s_1 = B^s_l while B^x_1 != B^x_l);
@@ -33,7 +35,7 @@ class TwoStreamSampler(EpochBatchSampler):
         classes_per_batch: int,
         images_per_class: int,
         seed: int = 0,
-        shuffled_pool_size: int | Literal["all"] | None = None,
+        shuffled_pool_size: int | Literal["all", "all_interlaced"] | None = None,
         reshuffle_pool: bool = False,
     ) -> None:
         super().__init__(labels, seed)
@@ -41,12 +43,15 @@ class TwoStreamSampler(EpochBatchSampler):
         self.neat_size = self.shuffled_size = classes_per_batch * images_per_class
         self.group_sizes = (self.neat_size, self.shuffled_size)
         self.images_per_class = images_per_class  # in the neat stream (the shuffled one has any number)
-        sizes = {None: len(self.labels) // 2, "all": len(self.labels)}
+        whole = len(self.labels)
+        same_period = -(-whole // self.shuffled_size) == len(self.neat)
+        interlaced = whole - self.shuffled_size if same_period and whole > self.shuffled_size else whole
+        sizes = {None: whole // 2, "all": whole, "all_interlaced": interlaced}
         pool_size = sizes[shuffled_pool_size] if shuffled_pool_size in sizes else shuffled_pool_size
-        if not isinstance(pool_size, int) or not self.shuffled_size <= pool_size <= len(self.labels):
+        if not isinstance(pool_size, int) or not self.shuffled_size <= pool_size <= whole:
             raise InputError(
-                f"shuffled_pool_size: expected {self.shuffled_size}..{len(self.labels)} (one batch to "
-                f"the whole split) or 'all', found {shuffled_pool_size!r}"
+                f"shuffled_pool_size: expected {self.shuffled_size}..{whole} (one batch to "
+                f"the whole split), 'all' or 'all_interlaced', found {shuffled_pool_size!r}"
             )
         self.pool = np.random.default_rng([self.seed, 1]).permutation(len(self.labels))[:pool_size]
         self.reshuffle_pool = reshuffle_pool

@@ -231,6 +231,20 @@ def masked_mean(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
     return total.sum(dim=dim) / mask.sum(dim=dim).clamp(min=1)
 
 
+REDUCTIONS = ("mean", "sum")  # a loss's own average over its terms, or their plain sum (cgml's Eqs. 5-7)
+
+
+def masked_total(values: Tensor, mask: Tensor, reduction: str) -> Tensor:
+    """``masked_mean`` (reduction "mean") or the plain sum over ``mask`` ("sum").
+
+    >>> masked_total(torch.tensor([1.0, 2.0, 6.0]), torch.tensor([True, False, True]), "sum")
+    tensor(7.)
+    """
+    if reduction == "mean":
+        return masked_mean(values, mask)
+    return torch.where(mask, values, torch.zeros_like(values)).sum()
+
+
 def mean_nonzero(losses: Tensor) -> Tensor:
     """Average over the strictly positive terms; 0 (with a graph) when there are none.
 

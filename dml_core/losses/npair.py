@@ -7,7 +7,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from dml_core.losses.base import MetricLoss, check_choice, masked_logsumexp, zero_loss
+from dml_core.losses.base import REDUCTIONS, MetricLoss, check_choice, masked_logsumexp, zero_loss
 
 NEGATIVE_SETS = ("pairs", "all")
 ANCHOR_RULES = ("one_per_class", "all")
@@ -68,6 +68,8 @@ class NPairLoss(MetricLoss):
         "pairs" Sohn's: the positives f_j+ of the other classes' anchors (with ``anchors="all"`` every sample
                 of another class with two or more samples, since each sample is some anchor's positive);
         "all"   cgml's Eq. 6: every other-class sample in the batch.
+    ``reduction``: "mean" is the 1/N above; "sum" drops it (cgml's Eq. 6 as printed, a sum over i = 1..N; reading
+    cgml.reduction); the L2 regulariser is a mean either way (it is Sohn's, not part of Eq. 6).
     ``scale`` (gamma) and ``offset`` (lambda) are anml's improved N-pair (Eq. 31); gamma=1, lambda=0 is
     Sohn's. Embeddings are not normalised (Sohn regularises their norm instead).
 
@@ -86,10 +88,13 @@ class NPairLoss(MetricLoss):
         scale: float = 1.0,
         offset: float = 0.0,
         anchors: Literal["one_per_class", "all"] = "one_per_class",
+        reduction: str = "mean",
     ) -> None:
         super().__init__()
         check_choice(negatives, NEGATIVE_SETS, self.name, "negatives")
         check_choice(anchors, ANCHOR_RULES, self.name, "anchors")
+        check_choice(reduction, REDUCTIONS, self.name, "reduction")
+        self.reduction = reduction
         self.l2_weight, self.negatives, self.scale, self.offset = l2_weight, negatives, scale, offset
         self.anchors = anchors
 
@@ -107,7 +112,8 @@ class NPairLoss(MetricLoss):
         # log(1 + sum exp(z_neg - z_pos)) = log(exp(z_pos) + sum exp(z_neg)) - z_pos
         logits = torch.cat([pos_logit.unsqueeze(1), neg_logits], dim=1)
         keep = torch.cat([torch.ones_like(negative[:, :1]), negative], dim=1)
-        npair = ((masked_logsumexp(logits, keep) - pos_logit) / self.scale).mean()
+        per_anchor = (masked_logsumexp(logits, keep) - pos_logit) / self.scale
+        npair = per_anchor.mean() if self.reduction == "mean" else per_anchor.sum()
         l2 = torch.cat([anchors, positives]).pow(2).sum(dim=1).mean()
         self.record_terms(npair=npair, l2=l2)
         return npair + self.l2_weight * l2

@@ -7,6 +7,7 @@ from torch import Tensor
 
 from dml_core.losses.base import (
     DISTANCES,
+    REDUCTIONS,
     MetricLoss,
     as_dissimilarity,
     check_choice,
@@ -26,17 +27,21 @@ class TripletLoss(MetricLoss):
         "all"      every valid triplet in the batch;
         "semihard" d_ap < d_an <= d_ap + margin (all of them, see ``mining.semihard_triplets``);
         "hard"     batch-hard: farthest positive and nearest negative per anchor (Hermans et al. 2017).
-    Averaging over non-zero triplets (pytorch-metric-learning's default) differs from FaceNet's sum only by
-    a per-batch scale.
+    Averaging over non-zero triplets (pytorch-metric-learning's default, ``reduction="mean"``) differs from
+    FaceNet's sum (``reduction="sum"``, cgml's Eq. 5 as printed) by a per-batch scale, the number of non-zero
+    triplets; under a weighted second term (cgml's lambda) that scale is the weight's (reading cgml.reduction).
     """
 
     name = "triplet"
 
-    def __init__(self, margin: float = 0.2, mining: str = "all", distance: str = "squared_euclidean") -> None:
+    def __init__(
+        self, margin: float = 0.2, mining: str = "all", distance: str = "squared_euclidean", reduction: str = "mean"
+    ) -> None:
         super().__init__()
         check_choice(mining, TRIPLET_MINERS, self.name, "mining")
         check_choice(distance, DISTANCES, self.name, "distance")
-        self.margin, self.mining, self.distance = margin, mining, distance
+        check_choice(reduction, REDUCTIONS, self.name, "reduction")
+        self.margin, self.mining, self.distance, self.reduction = margin, mining, distance, reduction
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         mat = pairwise_matrix(embeddings, embeddings, self.distance)
@@ -48,4 +53,5 @@ class TripletLoss(MetricLoss):
         else:
             a, p, n = hard_triplets(as_dissimilarity(mat, self.distance), labels)
         violation = margin_gap(mat[a, p], mat[a, n], self.distance) + self.margin
-        return mean_nonzero(torch.relu(violation))
+        hinge = torch.relu(violation)
+        return mean_nonzero(hinge) if self.reduction == "mean" else hinge.sum()

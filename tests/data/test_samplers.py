@@ -245,5 +245,17 @@ def test_a_reshuffled_pool_gives_each_pass_new_batches_with_every_pool_image_onc
     assert flat == expected[: len(flat)]
     # an equal number of pool and neat batches no longer locks the pairing when the pool is reshuffled
     TwoStreamSampler(np.repeat(np.arange(40), 3), 4, 3, seed=0, shuffled_pool_size=120, reshuffle_pool=True)
-    with pytest.raises(InputError, match=r"expected 12..\d+ \(one batch to the whole split\) or 'all', found 'half'"):
+    expected_sizes = r"expected 12..\d+ \(one batch to the whole split\), 'all' or 'all_interlaced', found 'half'"
+    with pytest.raises(InputError, match=expected_sizes):
         TwoStreamSampler(LABELS, 4, 3, shuffled_pool_size="half")
+
+
+def test_an_interlaced_whole_pool_leaves_out_one_batch_only_where_the_periods_would_be_equal():
+    labels = np.repeat(np.arange(24), 5)  # 120 images: 2 neat batches of 12 x 5, and the whole pool 2 batches of 60
+    with pytest.raises(InputError, match="interlace"):
+        TwoStreamSampler(labels, 12, 5, seed=0, shuffled_pool_size="all")
+    sampler = TwoStreamSampler(labels, 12, 5, seed=0, shuffled_pool_size="all_interlaced")
+    assert (len(sampler.pool), len(sampler.pool_batches), len(sampler.neat)) == (60, 1, 2)
+    larger = np.repeat(np.arange(24), 6)  # 144 images: 3 pool batches against 4 neat ones, the whole pool kept
+    sampler = TwoStreamSampler(larger, 12, 5, seed=0, shuffled_pool_size="all_interlaced")
+    assert (len(sampler.pool), len(sampler.pool_batches), len(sampler.neat)) == (144, 3, 4)

@@ -122,3 +122,53 @@ def test_drml_official_code_follows_the_released_code_point_by_point():
     baseline = _recipe("drml/proxyanchor-cub200", **{"drml.source": "official-code"})
     assert (baseline.optimizer.lr, baseline.loss.lr_multiplier, baseline.loss.params["alpha"]) == (1e-4, 100.0, 32.0)
     assert pa.variant == baseline.variant == "drml.source=official-code"
+
+
+@pytest.mark.parametrize("run", ["cgml/cgml-triplet-cars196", "cgml/npair-cub200", "cgml/cgml-binomial-sop"])
+def test_cgml_reduction_reaches_the_base_loss_and_leaves_the_default_hashed_as_before(run):
+    default, summed = _recipe(run), _recipe(run, **{"cgml.reduction": "sum"})
+    assert _npair_loss(default).base.reduction == "mean" and _npair_loss(summed).base.reduction == "sum"
+    assert default.readings["cgml.reduction"] == "mean" and summed.variant == "cgml.reduction=sum"
+    # the default computes what the runs computed before the reading existed, so it is hashed as they were
+    assert "cgml.reduction" not in default.computation()["readings"] and "reduction" not in default.loss.params
+    assert summed.content_hash() != default.content_hash()
+
+
+def test_cgml_reduction_sum_scales_the_base_loss_by_its_number_of_terms_and_leaves_the_graph_term():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 16, generator=generator)
+    labels = torch.tensor([0, 0, 1, 1, 0, 0, 1, 1])  # two graphs of 2 classes x 2 images, class-aligned
+    terms = {}
+    for value in ("mean", "sum"):
+        recipe = _recipe("cgml/cgml-npair-cars196", **{"cgml.reduction": value})
+        loss = builders.build_loss_for(recipe, num_classes=2, embedding_dim=16, group_sizes=(4, 4))
+        total = loss(x, labels)
+        terms[value] = {name: term.item() for name, term in loss.last_terms.items()}
+        terms[value].update(npair=loss.base.last_terms["npair"].item(), total=total.item())
+    # the N-pair term over the union: 8 anchors (every sample), summed or averaged
+    assert terms["sum"]["npair"] == pytest.approx(8 * terms["mean"]["npair"], rel=1e-6)
+    assert terms["sum"]["graph_consistency"] == terms["mean"]["graph_consistency"] > 0
+    assert terms["sum"]["total"] > terms["mean"]["total"]
+
+
+def _shuffled_batches(sampler, epochs):
+    neat = sampler.group_sizes[0]
+    batches = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        batches += [tuple(batch[neat:]) for batch in sampler.epoch_batches()]
+    return batches
+
+
+def test_damlrrm_cycled_pool_repeats_its_shuffled_batches_with_its_own_period_and_whole_never_does():
+    labels = _cub_like_labels()
+    cycled = builders.build_sampler(_recipe("damlrrm/ours-cub200", **{"damlrrm.shuffled-pool": "cycled"}), labels)
+    period, neat_period = len(cycled.pool_batches), len(cycled.neat)
+    assert period != neat_period  # N^s != N^x: the same shuffled batch meets another neat batch
+    batches = _shuffled_batches(cycled, 3)
+    assert len(batches) > 2 * period
+    assert all(batches[i] == batches[i + period] for i in range(len(batches) - period))  # B^s_1 = B^s_l
+    assert len(set(batches)) == period and sorted(set().union(*batches)) == list(range(len(labels)))
+    whole = builders.build_sampler(_recipe("damlrrm/ours-cub200"), labels)
+    repeated = _shuffled_batches(whole, 3)
+    assert len({frozenset(batch) for batch in repeated}) == len(repeated)  # reshuffled: no batch comes back
