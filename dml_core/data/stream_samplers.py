@@ -44,9 +44,10 @@ class TwoStreamSampler(EpochBatchSampler):
         self.group_sizes = (self.neat_size, self.shuffled_size)
         self.images_per_class = images_per_class  # in the neat stream (the shuffled one has any number)
         whole = len(self.labels)
-        same_period = -(-whole // self.shuffled_size) == len(self.neat)
-        interlaced = whole - self.shuffled_size if same_period and whole > self.shuffled_size else whole
-        sizes = {None: whole // 2, "all": whole, "all_interlaced": interlaced}
+        sizes = {None: whole // 2, "all": whole}
+        if shuffled_pool_size == "all_interlaced":  # one batch less only where the periods would be equal
+            same_period = -(-whole // self.shuffled_size) == len(self.neat) and whole > self.shuffled_size
+            sizes["all_interlaced"] = whole - self.shuffled_size if same_period else whole
         pool_size = sizes[shuffled_pool_size] if shuffled_pool_size in sizes else shuffled_pool_size
         if not isinstance(pool_size, int) or not self.shuffled_size <= pool_size <= whole:
             raise InputError(
