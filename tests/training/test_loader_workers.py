@@ -70,10 +70,12 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
     assert len(started) == len(with_workers)
     results = load_results(results_path)
     assert len(results.evaluations) == 2 and results.timing.iterations == 4
-    assert results.environment["data_loading"] == {
+    loading = results.environment["data_loading"]
+    assert {key: loading[key] for key in ("num_workers", "num_workers_setting", "worker_start_method", "pipeline")} == {
         "num_workers": 1,
         "num_workers_setting": 1,
         "worker_start_method": "forkserver",
+        "pipeline": "pil",  # data.pipeline auto, on the CPU
     }
     # the kept loader's batches are those of loading in the training process: the same metrics to the last digit
     in_process = copy.deepcopy(RECIPE)
