@@ -72,6 +72,7 @@ def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, devic
     """The missing or stale caches of prepared (not generated) datasets that the runs will train from."""
     kind = device_type(device)
     caches: dict[tuple, CacheToPrepare] = {}
+    current: set[tuple] = set()  # checked once: a cache is read and hashed to be found current
     for plan in plans:
         recipe = plan.recipe
         spec = get_spec(recipe.data.dataset)
@@ -80,9 +81,12 @@ def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, devic
         root = resolve_data_root(data_root, recipe.data.root)
         config = transform_config(recipe)
         key = (spec.name, root, config.resize_mode, config.resize)
+        if key in current:
+            continue
         if key not in caches:
             problem = cache_problem(*key[:2], "train", *key[2:])
             if problem is None:
+                current.add(key)
                 continue
             caches[key] = CacheToPrepare(*key, problem)
         caches[key].runs.append(plan.name)
