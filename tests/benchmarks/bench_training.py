@@ -17,7 +17,10 @@ On a CPU: the smoke version of each recipe, a reduced check that the measurement
 workers, which the smoke version leaves out, so that their tear-down is checked too).
 Each recipe runs on both data pipelines: "pil" (DataLoader workers, the reference) and "cache" (the decoded
 uint8 cache augmented on the device, the fast path the targets are for; with DML_BENCH_DATA_ROOT it needs
-`dml prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use).
+`dml prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use);
+DML_BENCH_PIPELINES=default measures each recipe on the pipeline ``data.pipeline: auto`` gives it on CUDA only
+(the GPU check's choice: on an H200 each (paper, pipeline) took 43-64 s with 120 timed steps per figure, too long
+for both pipelines inside one device call).
 The steps run under the run's determinism settings, as the trainer's do.
 Writes tables/benchmarks/training-<device>.json.
 """
@@ -36,6 +39,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
@@ -47,12 +51,32 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(os.environ.get("DML_BENCH_OUT") or ROOT / "tables" / "benchmarks")  # tests write elsewhere
 ON_CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if ON_CUDA else "cpu")
-WARMUP, MEASURED_ITERATIONS = (20, 100) if ON_CUDA else (1, 3)
+# On CUDA 60 timed steps per figure: at 12-18 it/s (H200, damlrrm) 3-5 s each, enough for a ratio (the step's
+# time varies by a few percent at most once warm) and half the device time of the 120 the first runs took.
+WARMUP, MEASURED_ITERATIONS = (10, 60) if ON_CUDA else (1, 3)
 PHASE_STEPS = 10 if ON_CUDA else 3  # end-to-end steps whose time is split into phases, after the measured ones
 # "pil": decoding and augmentation in DataLoader workers (the reference); "cache": the decoded uint8 cache,
 # augmented on the device (the fast path the targets are for). Both are measured, each next to its own bounds.
 PIPELINES = ("pil", "cache")
 REPORT: dict[str, dict] = {}
+
+
+def default_pipeline(paper: str) -> str:
+    """The pipeline ``data.pipeline: auto`` gives the paper's main recipe on CUDA (with its cache present)."""
+    return "cache" if main_recipe(paper, "paper").data.cache_gives_pil_batches else "pil"
+
+
+def measured_pairs(choice: str) -> list[tuple[str, str]]:
+    """(paper, pipeline) pairs to measure: ``both`` pipelines for every paper, or each paper's ``default``.
+
+    >>> measured_pairs("default")
+    [('damlrrm', 'cache'), ('anml', 'pil'), ('gpw', 'cache'), ('drml', 'cache'), ('cgml', 'cache')]
+    """
+    if choice == "both":
+        return [(paper, pipeline) for paper in MAIN_RECIPES for pipeline in PIPELINES]
+    if choice == "default":
+        return [(paper, default_pipeline(paper)) for paper in MAIN_RECIPES]
+    raise ValueError(f"DML_BENCH_PIPELINES: expected 'both' or 'default', found {choice!r}")
 
 
 def _sync() -> None:
@@ -99,15 +123,15 @@ def data_root(tmp_path_factory):
     return Path(os.environ.get("DML_BENCH_DATA_ROOT") or tmp_path_factory.mktemp("data"))
 
 
-@pytest.mark.parametrize("pipeline", PIPELINES)
-@pytest.mark.parametrize("paper", list(MAIN_RECIPES))
+@pytest.mark.parametrize(("paper", "pipeline"), measured_pairs(os.environ.get("DML_BENCH_PIPELINES", "both")))
 def test_end_to_end_against_model_only_and_backbone_bound(benchmark, paper, pipeline, data_root):
     recipe = _recipe(paper, pipeline)
     # as the trainer does: before the run's first CUDA work (cuBLAS reads its workspace setting when it starts)
     with run_determinism(DEVICE, recipe.training.deterministic) as determinism:
         parts = build_run(recipe, data_root, DEVICE)  # (the embedded set's cache is built on first use)
         figures = _measure(benchmark, recipe, parts, torch.as_tensor(parts.dense_labels).to(DEVICE))
-    report = REPORT.setdefault(paper, {"recipe": recipe.id, "pipelines": {}})
+    report = REPORT.setdefault(paper, {"recipe": recipe.id, "default_pipeline": default_pipeline(paper)})
+    report.setdefault("pipelines", {})
     report.update(
         images=f"{recipe.data.dataset}, crop {recipe.data.transforms.crop_size or parts.model.input_spec.input_size}",
         batch=figures.pop("batch"),
@@ -179,6 +203,8 @@ def test_zz_write_report(benchmark):
         "mode": "paper-scale recipes" if ON_CUDA else "reduced (smoke recipes on the CPU)",
         "device": device,
         "torch": torch.__version__,
+        "environment": {**provenance.environment(), "git": provenance.git_state()},
+        "pipelines_measured": os.environ.get("DML_BENCH_PIPELINES", "both"),
         "warmup_iterations": WARMUP,
         "measured_iterations": MEASURED_ITERATIONS,
         "figures": {
@@ -190,8 +216,9 @@ def test_zz_write_report(benchmark):
             + "; host_syncs_per_step: the ops of one step's forward, loss and backward that wait for a GPU (counted)",
             "loss_ops_per_step": "aten ops of one loss step, forward and backward, counted on the CPU",
         },
-        "targets (issue 9, one H100, cache pipeline)": {
+        "targets (one H100, each paper's default pipeline)": {
             "ratio_end_to_end_over_model_only": f">= {MIN_END_TO_END_OVER_MODEL_ONLY} for every paper",
+            "ratio_model_only_over_backbone_bound": f">= {MIN_MODEL_ONLY_OVER_BOUND} for every paper",
             "ratio_published_over_ours": f">= {MIN_PUBLISHED_OVER_OURS:g} (damlrrm's 40k-iteration CUB recipe, "
             "published 13.2 hours)",
         },
@@ -204,20 +231,23 @@ def test_zz_write_report(benchmark):
         assert not (missed := missed_targets(REPORT)), f"ratios under their targets: {missed}"
 
 
-# The targets (one H100, cache pipeline): each ratio's lower bound, checked after the report is written.
-MIN_END_TO_END_OVER_MODEL_ONLY = 0.9
-MIN_PUBLISHED_OVER_OURS = 20.0
+# The targets (one H100, each paper's default pipeline): each ratio's lower bound, checked after the report is
+# written. damlrrm at 28 it/s runs its 40k iterations in 24 minutes, 33x the published 13.2 hours.
+MIN_END_TO_END_OVER_MODEL_ONLY = 0.95
+MIN_MODEL_ONLY_OVER_BOUND = 0.8
+MIN_PUBLISHED_OVER_OURS = 33.0
 
 
 def missed_targets(papers: dict) -> dict[str, str]:
-    """``paper/ratio: measured < bound`` for each target a cache-pipeline measurement misses."""
+    """``paper/ratio: measured < bound`` for each target a measurement of the paper's default pipeline misses."""
     missed = {}
     for paper, report in papers.items():
-        cache = report["pipelines"].get("cache", {})
+        measured = report["pipelines"].get(report.get("default_pipeline", "cache"), {})
         for ratio, bound in (
             ("ratio_end_to_end_over_model_only", MIN_END_TO_END_OVER_MODEL_ONLY),
+            ("ratio_model_only_over_backbone_bound", MIN_MODEL_ONLY_OVER_BOUND),
             ("ratio_published_over_ours", MIN_PUBLISHED_OVER_OURS),
         ):
-            if ratio in cache and cache[ratio] < bound:
-                missed[f"{paper}/{ratio}"] = f"{cache[ratio]:.2f} < {bound}"
+            if ratio in measured and measured[ratio] < bound:
+                missed[f"{paper}/{ratio}"] = f"{measured[ratio]:.2f} < {bound}"
     return missed

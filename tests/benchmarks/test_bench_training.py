@@ -37,17 +37,34 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path):
     assert damlrrm["loss_ops_per_step"]["paper_shape"] <= damlrrm["loss_ops_per_step"]["budget_paper_shape"]
 
 
-def test_a_missed_gpu_target_is_named_with_its_ratio_and_bound():
+def test_a_missed_gpu_target_is_named_with_its_ratio_and_bound_on_the_default_pipeline():
     from tests.benchmarks.bench_training import missed_targets
 
-    def pipelines(end_to_end_ratio, published_ratio=None):
-        cache = {"ratio_end_to_end_over_model_only": end_to_end_ratio}
+    def paper(default, end_to_end_ratio, bound_ratio=0.9, published_ratio=None):
+        measured = {"ratio_end_to_end_over_model_only": end_to_end_ratio}
+        measured["ratio_model_only_over_backbone_bound"] = bound_ratio
         if published_ratio is not None:
-            cache["ratio_published_over_ours"] = published_ratio
-        return {"pipelines": {"cache": cache, "pil": {"ratio_end_to_end_over_model_only": 0.1}}}
+            measured["ratio_published_over_ours"] = published_ratio
+        other = {"ratio_end_to_end_over_model_only": 0.1}  # the other pipeline: not what the targets are for
+        pipelines = {default: measured, ("pil" if default == "cache" else "cache"): other}
+        return {"default_pipeline": default, "pipelines": pipelines}
 
-    assert missed_targets({"damlrrm": pipelines(0.95, 25.0), "gpw": pipelines(0.9)}) == {}
-    assert missed_targets({"damlrrm": pipelines(0.95, 12.0), "gpw": pipelines(0.5)}) == {
-        "damlrrm/ratio_published_over_ours": "12.00 < 20.0",
-        "gpw/ratio_end_to_end_over_model_only": "0.50 < 0.9",
+    assert missed_targets({"damlrrm": paper("cache", 0.96, 0.85, 35.0), "anml": paper("pil", 0.95)}) == {}
+    assert missed_targets(
+        {"damlrrm": paper("cache", 0.96, 0.85, 14.6), "anml": paper("pil", 0.5), "gpw": paper("cache", 0.97, 0.7)}
+    ) == {
+        "damlrrm/ratio_published_over_ours": "14.60 < 33.0",
+        "anml/ratio_end_to_end_over_model_only": "0.50 < 0.95",
+        "gpw/ratio_model_only_over_backbone_bound": "0.70 < 0.8",
     }
+
+
+def test_each_paper_is_measured_on_the_pipeline_auto_gives_it_on_cuda_or_on_both():
+    from tests.benchmarks.bench_training import MAIN_RECIPES, measured_pairs
+
+    defaults = dict(measured_pairs("default"))
+    assert list(defaults) == list(MAIN_RECIPES)
+    assert defaults["anml"] == "pil" and defaults["damlrrm"] == "cache"  # random resized crops keep the PIL path
+    assert len(measured_pairs("both")) == 2 * len(MAIN_RECIPES)
+    with pytest.raises(ValueError, match="DML_BENCH_PIPELINES: expected 'both' or 'default', found 'all'"):
+        measured_pairs("all")

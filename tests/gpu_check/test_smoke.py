@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dml_core.gpu_check.smoke import CACHE_RUNS_PER_PAPER, job_problems, smoke_jobs
+from dml_core.gpu_check.smoke import CACHE_RUNS_PER_PAPER, code_path, job_problems, smoke_jobs
 from dml_core.results import load_results
 from dml_core.runner.plan import paper_runs, plan_runs
 from dml_core.vocabulary import PAPER_KEYS
@@ -16,15 +16,25 @@ from dml_core.vocabulary import PAPER_KEYS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_paper_runs_its_whole_tier_on_pil_and_its_first_runs_on_cache():
+def test_every_paper_runs_one_run_per_code_path_on_pil_and_its_first_runs_on_cache():
     jobs = smoke_jobs()
     assert [(job.paper, job.pipeline) for job in jobs] == [(k, p) for k in PAPER_KEYS for p in ("pil", "cache")]
     for job in jobs:
-        ids = [run.id for run in paper_runs(ROOT / "reproduce", job.paper)[0]]
+        runs = paper_runs(ROOT / "reproduce", job.paper)[0]
+        ids = [run.id for run in runs]
         if job.pipeline == "pil":
-            assert job.only == () and len(ids) >= 2
+            paths = {run.id: code_path(run) for run in runs}
+            chosen = [paths[run_id] for run_id in job.only]
+            assert len(set(chosen)) == len(chosen) == len(set(paths.values())) >= 2  # each path once, every path
+            assert list(job.only) == sorted(job.only, key=ids.index)  # the first run of each, in id order
         else:
             assert list(job.only) == ids[:CACHE_RUNS_PER_PAPER] and len(job.only) >= 2
+
+
+def test_runs_differing_in_a_number_or_the_dataset_share_a_code_path_and_a_mode_does_not():
+    runs = {run.id: run for run in paper_runs(ROOT / "reproduce", "damlrrm")[0]}
+    assert code_path(runs["ours-cub200"]) == code_path(runs["ours-sop"])  # the same method on two datasets
+    assert code_path(runs["ours-cub200"]) != code_path(runs["npair-cub200"])  # another loss
 
 
 def test_a_job_is_judged_on_errors_failed_runs_run_count_and_device():
