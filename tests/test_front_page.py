@@ -12,6 +12,8 @@ MAX_LINES, MAX_WIDTH, SETUP_BY_LINE = 130, 120, 40
 SETUP_COMMANDS = ("python3 -m venv .nox/tools", "nox -s tests")
 # [text](target): the target up to a space (an optional "title") or the closing parenthesis.
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# A reference definition on a line of its own: [label]: target
+REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(\S+)", re.MULTILINE)
 
 
 def _pages() -> list[Path]:
@@ -19,7 +21,8 @@ def _pages() -> list[Path]:
 
 
 def _relative_links(page: Path) -> list[str]:
-    targets = LINK.findall(page.read_text(encoding="utf-8"))
+    text = page.read_text(encoding="utf-8")
+    targets = LINK.findall(text) + REFERENCE.findall(text)
     return [t for t in targets if not re.match(r"[a-z][a-z+.-]*:", t) and not t.startswith("#")]
 
 
