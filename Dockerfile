@@ -1,4 +1,4 @@
-# The reproduction suite on a GPU machine. From the checkout (README, "Docker"):
+# The reproduction suite on a GPU machine. From the checkout (docs/gpu.md, "Docker"):
 #
 #   docker build -t dml-repro .
 #   docker run --gpus all \

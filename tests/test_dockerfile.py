@@ -36,9 +36,9 @@ def _constraints() -> dict[str, str]:
 
 
 def _docker_run_command() -> str:
-    """The README's `docker run` command, continuation lines joined."""
-    readme = re.sub(r"\\\n", " ", (ROOT / "README.md").read_text())
-    [command] = [line for line in readme.splitlines() if line.lstrip().startswith("docker run")]
+    """The `docker run` command of the GPU page (docs/gpu.md), continuation lines joined."""
+    page = re.sub(r"\\\n", " ", (ROOT / "docs" / "gpu.md").read_text())
+    [command] = [line for line in page.splitlines() if line.lstrip().startswith("docker run")]
     return command
 
 
@@ -76,7 +76,7 @@ def test_every_pin_is_the_constraints_file():
 def test_the_minimum_driver_of_the_pinned_cuda_is_stated():
     cuda_major = int(_constraints()["nvidia-cuda-runtime"].split(".")[0])
     driver = MINIMUM_DRIVER[cuda_major]  # a new CUDA major: look its minimum driver up and state it
-    for name in ("Dockerfile", "README.md"):
+    for name in ("Dockerfile", "docs/gpu.md"):
         text = " ".join((ROOT / name).read_text().split())
         assert f"driver >= {driver}" in text, name
         assert f"CUDA {cuda_major}" in text, name

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # Home and scratch folders of Unix, macOS and Windows machines. Not flagged: URLs (the path follows a host name),
-# relative paths that contain such a name (`a/home/b`), `~/...`, and the container paths the Dockerfile and README
+# relative paths that contain such a name (`a/home/b`), `~/...`, and the container paths the Dockerfile and docs/gpu.md
 # document (/data, /weights, /results, /opt/dml).
 MACHINE_PATH = re.compile(
     r"(?<![\w.~/-])/(?:work|home|root|tmp|Users)/"

@@ -4,7 +4,7 @@ single-set protocol), with both times.
 
 The two devices must give the very same numbers. They rank by the same fp32 distance formula but through different
 code (a chunked GEMM search on CUDA, the symmetric block search on the CPU), so on random float data two distances
-that agree to the last bit can swap (README, "Evaluation protocol"). The synthetic set is therefore integer-valued
+that agree to the last bit can swap (docs/evaluation.md). The synthetic set is therefore integer-valued
 (class centres and noise drawn as small integers, no L2 normalisation): every product and distance is an integer
 well under 2**24, exact in fp32 on both devices, and the many exact ties it makes exercise the tie rule too. A
 difference is then a bug, never rounding.

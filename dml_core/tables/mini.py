@@ -41,12 +41,12 @@ SHOWS = (
     "of a few seeds unless the std says otherwise."
 )
 FLAGGED_NOTE = (
-    'Why a flagged run falls short, and what it does from a start pretrained on other glyphs (README, "A '
+    'Why a flagged run falls short, and what it does from a start pretrained on other glyphs (docs/tiers.md, "A '
     "pretrained start\"), is measured in the paper's notes, `papers/{key}/method.md`."
 )
 GLYPH_START_NOTE = (
     "> Rows named `~start=glyph-pretrained` start instead from the backbone pretrained on other glyphs (a diagnostic "
-    'beside the random start: README, "A pretrained start"); their untrained R@1 is that start\'s, and the '
+    'beside the random start: docs/tiers.md, "A pretrained start"); their untrained R@1 is that start\'s, and the '
     f"{LEARNING_GAIN:g}-point bar, which is the random start's, is not theirs."
 )
 

@@ -10,8 +10,8 @@ What is measured on the GPU, in the same run as the CPU figures:
   (``gpu_check.evaluation.bound_gemm_topk``, which the GPU check's evaluation part times too). Target: the kNN
   stage at most ``DEVICE_TARGETS`` times it.
 The metrics on the device are compared with the CPU path's of the same run and every difference is written down:
-on these random float embeddings two distances equal to the last bit can swap between the two searches (README,
-"Evaluation protocol"), so this is a record; exactness is checked on integer-valued data, where every distance is
+on these random float embeddings two distances equal to the last bit can swap between the two searches
+(docs/evaluation.md), so this is a record; exactness is checked on integer-valued data, where every distance is
 exact (the GPU check's evaluation part, and on CPU tensors the gate).
 
 NMI and F1 are not moved to the device: the clustering stage stays faiss' CPU k-means (``KMeansConfig``'s default),
