@@ -41,11 +41,12 @@ import torch
 
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
+from dml_core.gpu_check.overhead import mean_of_outputs
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 from tests.benchmarks.loss_ops import BUDGETS, MAIN_RECIPES, SHAPES, loss_ops_per_step, main_recipe
-from tests.benchmarks.step_phases import StepPhases, mean_of_outputs
+from tests.benchmarks.step_phases import StepPhases
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(os.environ.get("DML_BENCH_OUT") or ROOT / "tables" / "benchmarks")  # tests write elsewhere

@@ -19,7 +19,6 @@ synchronisations.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager
@@ -35,16 +34,6 @@ SYNC_COUNTED_PHASES = ("forward", "loss", "backward")
 RANGE_PREFIX = "dml::"
 BACKWARD_EVENTS = "autograd::engine::evaluate_function"
 SYNCHRONISATIONS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
-
-
-def mean_of_outputs(output, labels: torch.Tensor) -> torch.Tensor:
-    """The backbone bound's loss: the mean of every floating output (the embedding; drml's individual features and
-    reconstruction errors too), so that the backward reaches every layer the real loss trains, at the cost of a
-    reduction or three. ``labels`` unused."""
-    if isinstance(output, torch.Tensor):
-        return output.mean()
-    fields = [getattr(output, field.name) for field in dataclasses.fields(output)]
-    return torch.stack([tensor.mean() for tensor in fields if tensor.is_floating_point()]).sum()
 
 
 class StepPhases:

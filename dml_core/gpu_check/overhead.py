@@ -1,0 +1,152 @@
+"""The ``overhead`` part: what each host-side setting costs damlrrm's step on the GPU, so that the next default is
+chosen from measurements.
+
+Why: on the first H200 run damlrrm's backbone bound (its recipe's step with a free loss) ran 57 ms a step while the
+profiler saw 21 ms of device work: the host is the bound (about 870 aten ops a step for GoogLeNet's forward and
+backward, each a launch, with autocast's casts and autograd's bookkeeping), so the 28 it/s target needs fewer or
+cheaper launches, not faster kernels. This part times the backbone bound (the recipe's model, batch, optimiser and
+schedule on one batch already on the device, the mean of the outputs as the loss) as the recipe runs it and with one
+change at a time:
+
+- ``recipe``: bf16 autocast, channels_last and deterministic algorithms as the recipe sets them;
+- ``deterministic_off``: cuDNN's and cuBLAS's free algorithm choice (changes the numbers run to run);
+- ``fp32``: no autocast (no casts; fp32 kernels, TF32 as the run sets it);
+- ``contiguous``: NCHW tensors instead of channels_last;
+- ``cuda_graphs``: the model's forward and backward captured once (``torch.cuda.make_graphed_callables``) and
+  replayed every step: one launch for each instead of hundreds; the loss, optimiser and schedule stay eager.
+
+Each variant is timed alone, ``TIMED_STEPS`` after ``WARMUP_STEPS``, from the same weights; its figure is it/s and
+its ratio to ``recipe``. A variant that cannot run is reported with its error and does not fail the part (a CUDA
+graph of a model that syncs the host is such a case): only the ``recipe`` figure is required.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+
+import torch
+
+from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
+from dml_core.recipes import load_recipe
+from dml_core.training.determinism import run_determinism
+from dml_core.training.setup import build_run
+from dml_core.training.step import train_step
+
+RUN = "damlrrm/ours-cub200"
+WARMUP_STEPS, TIMED_STEPS = 10, 60
+VARIANTS = ("recipe", "deterministic_off", "fp32", "contiguous", "cuda_graphs")
+
+
+def mean_of_outputs(output, labels: torch.Tensor) -> torch.Tensor:
+    """The backbone bound's loss: the mean of every floating output (the embedding; drml's individual features and
+    reconstruction errors too), so that the backward reaches every layer the real loss trains, at the cost of a
+    reduction or three. ``labels`` unused.
+
+    >>> float(mean_of_outputs(torch.tensor([1.0, 3.0]), torch.tensor([0, 1])))
+    2.0
+    """
+    if isinstance(output, torch.Tensor):
+        return output.mean()
+    fields = [getattr(output, field.name) for field in dataclasses.fields(output)]
+    return torch.stack([tensor.mean() for tensor in fields if tensor.is_floating_point()]).sum()
+
+
+def bound_recipe(run: str, dataset: str = "embedded"):
+    """The run's recipe at paper scale on ``dataset`` (the generated glyphs: no download), with random weights."""
+    recipe = load_recipe(run)
+    data = recipe.data.model_copy(update={"dataset": dataset})
+    return recipe.model_copy(update={"data": data, "model": recipe.model.model_copy(update={"weights": "random"})})
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def iterations_per_second(step: Callable[[], object], device: torch.device, warmup: int, timed: int) -> float:
+    for _ in range(warmup):
+        step()
+    _synchronize(device)
+    started = time.perf_counter()
+    for _ in range(timed):
+        step()
+    _synchronize(device)
+    return timed / (time.perf_counter() - started)
+
+
+@contextmanager
+def _variant(name: str, parts, images: torch.Tensor, settings, device: torch.device) -> Iterator[tuple]:
+    """(forward, images, training settings) of one variant, under its determinism settings; the model's memory
+    format is restored after."""
+    deterministic = settings.deterministic and name != "deterministic_off"
+    with run_determinism(device, deterministic):
+        if name == "fp32":
+            yield parts.model, images, settings.model_copy(update={"bf16": False})
+        elif name == "contiguous":
+            parts.model.to(memory_format=torch.contiguous_format)
+            try:
+                yield parts.model, images.contiguous(), settings.model_copy(update={"channels_last": False})
+            finally:
+                if device.type == "cuda" and settings.channels_last:
+                    parts.model.to(memory_format=torch.channels_last)
+        elif name == "cuda_graphs":
+            if device.type != "cuda":
+                raise RuntimeError("CUDA graphs need a CUDA device")
+            if device.type == "cuda" and settings.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
+            # Captured under the step's autocast; the cast cache must be off for a capture (torch's rule).
+            bf16 = settings.bf16
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+                graphed = torch.cuda.make_graphed_callables(parts.model, (images,))
+            yield graphed, images, settings
+        else:
+            yield parts.model, images, settings
+
+
+def measure_variants(
+    recipe, context: CheckContext, variants=VARIANTS, warmup: int = WARMUP_STEPS, timed: int = TIMED_STEPS
+) -> dict:
+    """Each variant's it/s (or its error) and ratio to ``recipe``, from one batch of the run's own batch source."""
+    device = context.device
+    torch.manual_seed(0)
+    parts = build_run(recipe, context.data_root, device)
+    with closing(parts.batches.epoch(0, 0)) as batches:
+        images, positions = next(iter(batches))
+    parts.batches.close()
+    labels = torch.as_tensor(parts.dense_labels).to(device)[positions]
+    start = {"model": copy.deepcopy(parts.model.state_dict()), "optimizer": copy.deepcopy(parts.optimizer.state_dict())}
+    figures: dict[str, dict] = {}
+    for name in variants:
+        parts.model.load_state_dict(start["model"])
+        parts.optimizer.load_state_dict(start["optimizer"])
+        parts.model.train()
+        try:
+            with _variant(name, parts, images, recipe.training, device) as (forward, batch, settings):
+
+                def step(forward=forward, batch=batch, settings=settings):
+                    train_step(forward, mean_of_outputs, parts.optimizer, parts.scheduler, batch, labels, settings)
+
+                figures[name] = {"iterations_per_second": iterations_per_second(step, device, warmup, timed)}
+        except Exception as error:  # a variant that cannot run is a figure, not the part's failure
+            figures[name] = {"error": f"{type(error).__name__}: {error}"}
+    reference = figures.get("recipe", {}).get("iterations_per_second")
+    for figure in figures.values():
+        if reference and "iterations_per_second" in figure:
+            figure["ratio_to_recipe"] = figure["iterations_per_second"] / reference
+    return {"run": recipe.id, "batch": len(images), "warmup_steps": warmup, "timed_steps": timed, "variants": figures}
+
+
+def run_overhead(context: CheckContext) -> Outcome:
+    figures = measure_variants(bound_recipe(RUN), context)
+    variants = figures["variants"]
+    if "iterations_per_second" not in variants["recipe"]:
+        raise PartFailed(f"the recipe's own step did not run: {variants['recipe']['error']}", figures)
+    summary = ", ".join(
+        f"{name} {figure['iterations_per_second']:.1f}" if "iterations_per_second" in figure else f"{name} failed"
+        for name, figure in variants.items()
+    )
+    return Outcome(f"{RUN} backbone bound, it/s: {summary}", figures)

@@ -1,0 +1,23 @@
+"""The overhead part's measurement on the CPU (its figures need a GPU): every variant that a CPU can run is timed from
+the same weights and the recipe's settings are left as they were; the CUDA-graph variant reports why it cannot run."""
+
+import torch
+
+from dml_core.gpu_check.overhead import bound_recipe, measure_variants
+from dml_core.gpu_check.part import CheckContext
+from dml_core.recipes import smoke_version
+
+
+def test_each_variant_is_timed_or_says_why_not_and_the_model_is_left_as_built(tmp_path):
+    recipe = smoke_version(bound_recipe("damlrrm/ours-cub200"))
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path)
+    figures = measure_variants(recipe, context, ("recipe", "fp32", "contiguous", "cuda_graphs"), warmup=1, timed=2)
+    variants = figures["variants"]
+    assert list(variants) == ["recipe", "fp32", "contiguous", "cuda_graphs"]
+    for name in ("recipe", "fp32", "contiguous"):
+        assert variants[name]["iterations_per_second"] > 0, variants[name]
+    assert variants["recipe"]["ratio_to_recipe"] == 1.0
+    assert variants["cuda_graphs"] == {"error": "RuntimeError: CUDA graphs need a CUDA device"}
+    assert figures["run"] == "ours-cub200" and figures["batch"] > 0
+    assert torch.are_deterministic_algorithms_enabled() == deterministic_before  # each variant's settings restored
