@@ -9,6 +9,7 @@ from dml_core.data.prepare import prepare
 from dml_core.losses.cgml import rbf_adjacency
 from dml_core.recipes import find_run, smoke_version
 from dml_core.training import builders
+from dml_core.training.optim import OPTIMIZERS
 from dml_core.training.setup import build_run
 
 
@@ -172,3 +173,29 @@ def test_damlrrm_cycled_pool_repeats_its_shuffled_batches_with_its_own_period_an
     whole = builders.build_sampler(_recipe("damlrrm/ours-cub200"), labels)
     repeated = _shuffled_batches(whole, 3)
     assert len({frozenset(batch) for batch in repeated}) == len(repeated)  # reshuffled: no batch comes back
+
+
+def test_drml_weight_decay_moves_an_idle_parameter_as_each_value_says_and_leaves_coupled_hashed_as_before():
+    """A parameter whose loss gradient is zero (a branch the routing leaves idle): under coupled decay Adam's
+    normalised step moves it by about lr, under AdamW's decoupled decay by lr x decay of itself, without decay not
+    at all. The optimiser is built from each value's recipe settings."""
+    run = "drml/drml-pa-cub200"
+    start = torch.linspace(0.1, 1.0, 16, dtype=torch.float64).reshape(4, 4)  # |w| >= 0.1: decay term >> eps
+    moved, hashes = {}, set()
+    for value in ("coupled", "decoupled", "none"):
+        recipe = _recipe(run, **{"drml.weight-decay": value})
+        hashes.add(recipe.content_hash())
+        settings = recipe.optimizer
+        idle = torch.nn.Parameter(start.clone())
+        optimizer = OPTIMIZERS[settings.name]([idle], lr=settings.lr, weight_decay=settings.weight_decay)
+        idle.grad = torch.zeros_like(idle)
+        optimizer.step()
+        moved[value] = (start - idle.detach()) / settings.lr
+    decay = _recipe(run).optimizer.weight_decay
+    assert torch.allclose(moved["coupled"], torch.ones(4, 4, dtype=torch.float64), rtol=1e-3)  # about lr a step, whatever the weight
+    assert torch.allclose(moved["decoupled"], decay * start, rtol=1e-3)  # lr x decay of the weight
+    assert torch.equal(moved["none"], torch.zeros(4, 4, dtype=torch.float64))
+    default = _recipe(run)
+    assert default.readings["drml.weight-decay"] == "coupled" and default.variant == ""
+    assert "drml.weight-decay" not in default.computation()["readings"]  # hashed as before the reading existed
+    assert len(hashes) == 3
