@@ -129,3 +129,18 @@ def test_a_shown_recipe_keeps_its_provenance_and_is_refused_inside_a_paper_folde
     (folder / "shown.yaml").write_text(out)
     assert main(["recipes", "show", str(folder / "shown.yaml")]) == 2
     assert "shown.yaml: field readings: expected {name: {value: settings}} in a paper folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_trains_a_shown_recipe_file_as_the_run_it_was_shown_from(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
+    short = ["--smoke", "--set", "training.iterations=1", "--set", "training.eval_every=1", "--no-progress"]
+    assert main(["recipes", "show", "ours-sop", "--reading", "damlrrm.lr=1e-3"]) == 0
+    shown = tmp_path / "shown.yaml"
+    shown.write_text(capsys.readouterr().out)
+    assert main(["train", str(shown), *short, "--out", str(tmp_path / "from-file")]) == 0
+    args = ["train", "ours-sop", "--reading", "damlrrm.lr=1e-3", *short, "--out", str(tmp_path / "from-id")]
+    assert main(args) == 0
+    from_file, from_id = (load_results(tmp_path / name / "results.json") for name in ("from-file", "from-id"))
+    assert from_file.recipe.sha256 == from_id.recipe.sha256
+    assert from_file.recipe.content["variant"] == "damlrrm.lr=1e-3"
