@@ -4,8 +4,6 @@ A recipe file (YAML) may hold, every key optional:
 
 ``extends: base.yaml``
     the file whose settings this one starts from (relative to this file; chains are allowed, cycles are not);
-``anchors: {...}``
-    a place for YAML anchors (``&name`` / ``*name``) that entries share; not read otherwise;
 recipe settings
     any fields of a recipe, nested or as dotted paths (``loss.params.alpha: 26``);
 ``assumptions: [id, ...]``
@@ -43,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from dml_core.errors import InputError
@@ -51,7 +50,7 @@ from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
 from dml_core.schema import describe_problem, read_yaml_mapping
 
-FILE_KEYS = frozenset({"extends", "anchors", "runs", "targets"})
+FILE_KEYS = frozenset({"extends", "runs", "targets"})
 ENTRY_KEYS = frozenset({"id", "targets", "grid"})
 ACCUMULATED_KEYS = frozenset({"assumptions", "readings"})
 # A layer that switches a component to another one drops the parameters of the one it replaces (they would not fit).
@@ -313,6 +312,7 @@ def extends_chain(path: Path) -> list[tuple[Path, dict]]:
         if any(current.resolve() == seen.resolve() for seen, _ in chain):
             raise InputError(f"{current}: field extends: a cycle ({' -> '.join(str(p) for p, _ in chain)})")
         tree = read_yaml_mapping(current, "recipe file")
+        refuse_yaml_anchors(current)
         chain.append((current, tree))
         parent = tree.get("extends")
         if parent is not None and not isinstance(parent, str):
@@ -321,6 +321,24 @@ def extends_chain(path: Path) -> list[tuple[Path, dict]]:
         if current is not None and not current.is_file():
             raise InputError(f"{chain[-1][0]}: field extends: {current} not found")
     return chain[::-1]
+
+
+def refuse_yaml_anchors(path: Path) -> None:
+    """Settings are shared by ``extends`` and grids only: a YAML anchor (``&name``), alias (``*name``) or merge key
+    (``<<:``) is an ``InputError`` naming the file and line (they would share settings that no layer records)."""
+    for event in yaml.parse(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            found = f"the alias *{event.anchor}"
+        elif getattr(event, "anchor", None):
+            found = f"the anchor &{event.anchor}"
+        elif isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
+            found = "the merge key <<"
+        else:
+            continue
+        raise InputError(
+            f"{path}: line {event.start_mark.line + 1}: expected no YAML anchors in a recipe file, found {found}; "
+            "share settings with extends (a file of settings that others extend) or a grid"
+        )
 
 
 def expand_file(path: Path, paper_assumptions: PaperAssumptions | None) -> list[RunDefinition]:

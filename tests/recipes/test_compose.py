@@ -196,3 +196,28 @@ def test_setting_one_of_iterations_and_epochs_clears_the_other(tmp_path, section
         conflict.recipe()
     with pytest.raises(InputError, match=rf"field {section}: .*exactly one of iterations or epochs"):
         with_overrides(run.recipe(), [f"{section}={{epochs: 8, iterations: 10}}"])
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("pa: &pa {model.backbone: resnet50}\n", "the anchor &pa"),
+        ("runs:\n- id: a\n  grid: {d: {x: {}}}\n  model: {backbone: &net resnet50}\n", "the anchor &net"),
+        ("runs:\n- id: a\n  <<: {model.backbone: resnet50}\n", "the merge key <<"),
+    ],
+)
+def test_a_recipe_file_with_yaml_anchors_is_refused_naming_the_line(tmp_path, text, found):
+    folder = _paper(tmp_path, {"base.yaml": BASE})
+    (folder / "runs.yaml").write_text("extends: base.yaml\n" + text)
+    with pytest.raises(InputError, match=rf"runs.yaml: line \d+: expected no YAML anchors .*found {found}; share"):
+        expand_file(folder / "runs.yaml", load_paper_assumptions(folder))
+
+
+def test_no_file_under_reproduce_uses_yaml_anchors():
+    from dml_core.output_paths import RECIPES_DIR
+    from dml_core.recipes.compose import refuse_yaml_anchors
+
+    files = sorted(RECIPES_DIR.rglob("*.yaml"))
+    assert len(files) > 30
+    for path in files:
+        refuse_yaml_anchors(path)  # an InputError names the file, the line and the anchor
