@@ -1,8 +1,8 @@
 """``dml recipes``: the suite's runs as the recipe files declare them, expanded.
 
 ``list [--paper KEY]``: every run with the published rows it targets; ``show RUN [--reading N=V] [--smoke]``: one run
-fully expanded (what trains, what is hashed and recorded); ``readings KEY``: a paper's open choices, their values
-and defaults.
+fully expanded as a recipe file of its own (what trains, what is hashed and recorded; ``dml train FILE`` trains it to
+the same content hash); ``readings KEY``: a paper's open choices, their values and defaults.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every run (id, targets, readings)")
     listing.add_argument("--paper", help="only this paper's runs")
-    show = actions.add_parser("show", help="one run, fully expanded, as YAML")
+    show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `dml train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
     show.add_argument("--smoke", action="store_true", help="the smoke version `--smoke` would train")

@@ -221,3 +221,13 @@ def test_no_file_under_reproduce_uses_yaml_anchors():
     assert len(files) > 30
     for path in files:
         refuse_yaml_anchors(path)  # an InputError names the file, the line and the anchor
+
+
+def test_mini_epochs_alone_shrinks_drml_under_the_official_code_reading():
+    from dml_core.recipe import mini_version
+    from dml_core.recipes import find_run
+
+    recipe = find_run("drml-pa-cub200").recipe({"drml.source": "official-code"})
+    assert recipe.mini.iterations == 600  # drml/base.yaml counts the mini run in iterations; its warm-up counts epochs
+    mini = mini_version(with_overrides(recipe, ["mini.epochs=100"]))
+    assert (mini.training.epochs, mini.training.iterations, mini.model.freeze_backbone_epochs) == (100, None, 2)
