@@ -100,7 +100,10 @@ class Layered:
             self.assumption_texts.update(ids)
             ids = list(ids)
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise InputError(f"{origin}: field assumptions: expected a list of assumption ids, found {ids!r}")
+            raise InputError(
+                f"{origin}: field assumptions: expected a list of assumption ids (outside a paper folder, sentences "
+                f"or {{id: sentence}}), found {ids!r}"
+            )
         self.assumptions += [i for i in ids if i not in self.assumptions]
         readings = layer.get("readings", {})
         if not isinstance(readings, Mapping):
