@@ -1,13 +1,14 @@
 """``dml recipes``: the suite's runs as the recipe files declare them, expanded.
 
 ``list [--paper KEY]``: every run with the published rows it targets; ``show RUN [--reading N=V] [--smoke]``: one run
-fully expanded (what trains, what is hashed and recorded); ``readings KEY``: a paper's open choices, their values
-and defaults.
+fully expanded as a recipe file of its own (what trains, what is hashed and recorded; ``dml train FILE`` trains it to
+the same content hash); ``readings KEY``: a paper's open choices, their values and defaults.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
 import yaml
 
@@ -24,7 +25,7 @@ from dml_core.recipes import (
     smoke_version,
 )
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE, Reading
-from dml_core.recipes.compose import extends_chain
+from dml_core.recipes.compose import RunDefinition, extends_chain
 
 
 def add_parser(subparsers) -> None:
@@ -36,7 +37,7 @@ def add_parser(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every run (id, targets, readings)")
     listing.add_argument("--paper", help="only this paper's runs")
-    show = actions.add_parser("show", help="one run, fully expanded, as YAML")
+    show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `dml train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
     show.add_argument("--smoke", action="store_true", help="the smoke version `--smoke` would train")
@@ -72,20 +73,36 @@ def list_runs(paper: str | None) -> str:
 
 
 def show_run(reference: str, reading_texts: list[str], smoke: bool) -> str:
-    """The run's recipe as YAML, with its content hash and the files it came from."""
+    """The run's recipe as a recipe file of its own (``dml train FILE`` trains it to the same content hash)."""
     run = resolve_run(reference)
     choices = parse_reading_choices(reading_texts)
     check_reading_choices([run], choices, what=f"run {run.id}")
+    return recipe_file_text(run, choices, smoke)
+
+
+def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], smoke: bool = False) -> str:
+    """``run`` under ``choices`` as a recipe file that stands alone: every setting resolved (no ``extends``), its
+    assumptions as ``{id: sentence}``, the readings as the values applied (``{name: value}``), and a header that
+    says where it was declared, which readings were applied and its content hash."""
     recipe = run.recipe(choices)
     if smoke:
         recipe = smoke_version(recipe)
     files = " <- ".join(recorded_path(path) for path, _ in reversed(extends_chain(run.file)))
+    applied = [
+        f"{name}={value}{' (default)' if value == run.default_reading(name) else ''}"
+        for name, value in recipe.readings.items()
+    ]
     header = [
         f"# run {run.paper}/{recipe.run_name}{' (smoke version)' if smoke else ''}",
         f"# declared in {files}",
+        f"# readings applied: {', '.join(applied) or 'none'}",
+        f"# (their settings are in the file; `dml recipes readings {run.paper}` explains them)",
         f"# content hash {recipe.content_hash()} (what changes the numbers; prose and targets are not hashed)",
+        "# a recipe file of its own: `dml train FILE` trains it (kept outside reproduce/<paper>/)",
     ]
-    return "\n".join(header) + "\n" + yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False, width=116)
+    tree = recipe.model_dump(mode="json")
+    tree["targets"] = [f"{target['table']}/{target['row']}" for target in tree["targets"]]
+    return "\n".join(header) + "\n" + yaml.safe_dump(tree, sort_keys=False, width=116)
 
 
 def list_readings(paper: str) -> str:

@@ -4,15 +4,15 @@ A recipe file (YAML) may hold, every key optional:
 
 ``extends: base.yaml``
     the file whose settings this one starts from (relative to this file; chains are allowed, cycles are not);
-``anchors: {...}``
-    a place for YAML anchors (``&name`` / ``*name``) that entries share; not read otherwise;
 recipe settings
     any fields of a recipe, nested or as dotted paths (``loss.params.alpha: 26``);
 ``assumptions: [id, ...]``
-    ids of ``assumptions.yaml`` (in the paper's folder) these runs rest on;
+    ids of ``assumptions.yaml`` (in the paper's folder) these runs rest on; a recipe outside a paper folder states
+    sentences instead (``[sentence, ...]``, or ``{id: sentence}`` as ``dml recipes show`` prints them);
 ``readings: {name: {value: settings, ...}}``
     for each named reading of ``assumptions.yaml``, what each of its values changes for these runs (the shared
-    readings of ``reproduce/readings.yaml`` say it there, for every run);
+    readings of ``reproduce/readings.yaml`` say it there, for every run); a recipe outside a paper folder may record
+    readings already applied to its settings as ``{name: value}`` (what ``dml recipes show`` prints), with ``variant``;
 ``runs: [entry, ...]``
     the runs the file declares (a file without runs is a base for others; runs are not inherited);
 ``targets: {run id: ["table/row", ...]}``
@@ -27,7 +27,8 @@ order, then the chosen value of each reading (its default unless asked). Mapping
 scalars replace; assumptions accumulate, and so do a reading's patches (every declaration lists every value; a
 value's patches apply in declaration order, so a file may add to what its base's patch changes). A layer that
 switches a component (``loss.name``, ``loss.params.base``, ``sampler.name``, ``model.head.name``) drops the
-parameters of the component it replaces.
+parameters of the component it replaces, and a layer that sets one of two settings that exclude each other
+(``training.iterations`` / ``training.epochs``, the same in ``mini``) drops the other, unless it sets both.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from dml_core.errors import InputError
@@ -48,7 +50,7 @@ from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
 from dml_core.schema import describe_problem, read_yaml_mapping
 
-FILE_KEYS = frozenset({"extends", "anchors", "runs", "targets"})
+FILE_KEYS = frozenset({"extends", "runs", "targets"})
 ENTRY_KEYS = frozenset({"id", "targets", "grid"})
 ACCUMULATED_KEYS = frozenset({"assumptions", "readings"})
 # A layer that switches a component to another one drops the parameters of the one it replaces (they would not fit).
@@ -58,6 +60,11 @@ COMPONENT_PARAMETERS = {
     ("sampler", "name"): (("sampler", "params"), ("smoke", "sampler_params"), ("mini", "sampler_params")),
     ("model", "head", "name"): (("model", "head", "params"),),
 }
+# Settings of which a recipe gives one or the other: setting one (a later layer, ``--set``) clears the other.
+EXCLUSIVE_SETTINGS = (
+    (("training", "iterations"), ("training", "epochs")),
+    (("mini", "iterations"), ("mini", "epochs")),
+)
 
 Patch = tuple[dict[str, Any], str]  # settings and where they were written
 
@@ -71,6 +78,9 @@ class Layered:
     assumptions: list[str] = field(default_factory=list)
     readings: dict[str, dict[str, list[Patch]]] = field(default_factory=dict)  # name -> value -> patches, in order
     reading_origins: dict[str, str] = field(default_factory=dict)  # where each reading was first declared
+    # a recipe outside a paper folder: the texts of its assumptions by id, and readings already applied (name -> value)
+    assumption_texts: dict[str, str] = field(default_factory=dict)
+    applied_readings: dict[str, str] = field(default_factory=dict)
 
     def copy(self) -> Layered:
         return copy.deepcopy(self)
@@ -83,15 +93,26 @@ class Layered:
             {k: v for k, v in layer.items() if k not in reserved and k not in ACCUMULATED_KEYS}, origin
         )
         self._drop_replaced_parameters(settings)
+        drop_excluded_settings(self.tree, settings, self.origins)
         merge(self.tree, settings, origin, self.origins)
         ids = layer.get("assumptions", [])
+        if isinstance(ids, Mapping) and all(isinstance(i, str) and isinstance(t, str) for i, t in ids.items()):
+            self.assumption_texts.update(ids)
+            ids = list(ids)
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise InputError(f"{origin}: field assumptions: expected a list of assumption ids, found {ids!r}")
+            raise InputError(
+                f"{origin}: field assumptions: expected a list of assumption ids (outside a paper folder, sentences "
+                f"or {{id: sentence}}), found {ids!r}"
+            )
         self.assumptions += [i for i in ids if i not in self.assumptions]
         readings = layer.get("readings", {})
         if not isinstance(readings, Mapping):
             raise InputError(f"{origin}: field readings: expected {{name: {{value: settings}}}}, found {readings!r}")
         for name, patches in readings.items():
+            if isinstance(patches, str):  # a reading already applied to the settings (what `dml recipes show` prints)
+                self.applied_readings[name] = patches
+                self.reading_origins.setdefault(name, origin)
+                continue
             if not isinstance(patches, Mapping) or not all(isinstance(p, Mapping) for p in patches.values()):
                 raise InputError(f"{origin}: field readings.{name}: expected {{value: settings}}, found {patches!r}")
             values = {str(value): patch for value, patch in patches.items()}
@@ -116,6 +137,31 @@ class Layered:
                     parent.pop(path[-1], None)
                 for stale in [p for p in self.origins if p[: len(path)] == path]:
                     del self.origins[stale]
+
+
+def drop_excluded_settings(tree: dict[str, Any], layer: Mapping[str, Any], origins: dict) -> None:
+    """Where ``layer`` (nested) sets one of ``EXCLUSIVE_SETTINGS`` and not the other, drop the other from ``tree``:
+    ``--set mini.epochs=8`` over a recipe counted in iterations counts it in epochs. A layer that sets both keeps
+    both (the recipe's validation then names the conflict).
+
+    >>> tree = {"training": {"iterations": 100, "eval_every": 50}}
+    >>> drop_excluded_settings(tree, {"training": {"epochs": 8}}, {})
+    >>> tree
+    {'training': {'eval_every': 50}}
+    """
+    for pair in EXCLUSIVE_SETTINGS:
+        for given, other in (pair, pair[::-1]):
+            if _get(layer, given) is None or _has(layer, other):
+                continue
+            parent = _get(tree, other[:-1])
+            if isinstance(parent, dict):
+                parent.pop(other[-1], None)
+            origins.pop(other, None)
+
+
+def _has(tree: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    parent = _get(tree, path[:-1])
+    return isinstance(parent, Mapping) and path[-1] in parent
 
 
 def _get(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -161,7 +207,7 @@ class RunDefinition:
                 layered.add(patch, origin)
             chosen[name] = value
         for override in overrides:
-            merge(layered.tree, parse_override(override), "--set", layered.origins)
+            _merge_override(layered.tree, override, layered.origins)
         tree = layered.tree
         declared = tree.get("paper")
         if self.paper_assumptions and declared not in (None, self.paper):
@@ -172,8 +218,11 @@ class RunDefinition:
             paper=self.paper,
             targets=[_target(text, str(self.file)) for text in self.targets],
             assumptions=self._assumption_texts(layered.assumptions),
-            readings=chosen,
-            variant=variant_name({n: v for n, v in chosen.items() if v != self.default_reading(n)}),
+            readings={**layered.applied_readings, **chosen},
+            # a file of readings already applied (``dml recipes show``) keeps the variant it was shown under
+            variant=tree.get("variant", "")
+            if layered.applied_readings
+            else variant_name({n: v for n, v in chosen.items() if v != self.default_reading(n)}),
         )
         try:
             return Recipe.model_validate(tree)
@@ -181,8 +230,8 @@ class RunDefinition:
             raise InputError(_problems(error, self.id, self.file, layered.origins)) from None
 
     def _assumption_texts(self, ids: list[str]) -> dict[str, str] | list[str]:
-        if self.paper_assumptions is None:
-            return ids  # sentences, numbered by the schema
+        if self.paper_assumptions is None:  # sentences (numbered by the schema), or sentences by id
+            return {i: self.settings.assumption_texts[i] for i in ids} if self.settings.assumption_texts else ids
         return {i: self.paper_assumptions.text(i, str(self.file)) for i in ids}
 
 
@@ -192,11 +241,17 @@ def with_overrides(recipe: Recipe, overrides: Sequence[str]) -> Recipe:
         return recipe
     tree = recipe.model_dump(mode="python")
     for override in overrides:
-        merge(tree, parse_override(override), "--set", {})
+        _merge_override(tree, override, {})
     try:
         return Recipe.model_validate(tree)
     except ValidationError as error:
         raise InputError(_problems(error, recipe.id, Path("--set"), {})) from None
+
+
+def _merge_override(tree: dict[str, Any], override: str, origins: dict) -> None:
+    layer = expand_dotted(parse_override(override), "--set")
+    drop_excluded_settings(tree, layer, origins)
+    merge(tree, layer, "--set", origins)
 
 
 def split_tier_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -260,6 +315,7 @@ def extends_chain(path: Path) -> list[tuple[Path, dict]]:
         if any(current.resolve() == seen.resolve() for seen, _ in chain):
             raise InputError(f"{current}: field extends: a cycle ({' -> '.join(str(p) for p, _ in chain)})")
         tree = read_yaml_mapping(current, "recipe file")
+        refuse_yaml_anchors(current)
         chain.append((current, tree))
         parent = tree.get("extends")
         if parent is not None and not isinstance(parent, str):
@@ -268,6 +324,24 @@ def extends_chain(path: Path) -> list[tuple[Path, dict]]:
         if current is not None and not current.is_file():
             raise InputError(f"{chain[-1][0]}: field extends: {current} not found")
     return chain[::-1]
+
+
+def refuse_yaml_anchors(path: Path) -> None:
+    """Settings are shared by ``extends`` and grids only: a YAML anchor (``&name``), alias (``*name``) or merge key
+    (``<<:``) is an ``InputError`` naming the file and line (they would share settings that no layer records)."""
+    for event in yaml.parse(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            found = f"the alias *{event.anchor}"
+        elif getattr(event, "anchor", None):
+            found = f"the anchor &{event.anchor}"
+        elif isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
+            found = "the merge key <<"
+        else:
+            continue
+        raise InputError(
+            f"{path}: line {event.start_mark.line + 1}: expected no YAML anchors in a recipe file, found {found}; "
+            "share settings with extends (a file of settings that others extend) or a grid"
+        )
 
 
 def expand_file(path: Path, paper_assumptions: PaperAssumptions | None) -> list[RunDefinition]:
@@ -338,6 +412,21 @@ def _expand_entry(
 
 def _check_readings(run: RunDefinition, paper_assumptions: PaperAssumptions | None) -> None:
     defined = paper_assumptions.readings if paper_assumptions else {}
+    applied = run.settings.applied_readings
+    if paper_assumptions and (applied or run.settings.assumption_texts):
+        field_name, found = ("readings", applied) if applied else ("assumptions", run.settings.assumption_texts)
+        raise InputError(
+            f"{run.file}: field {field_name}: expected {'{name: {value: settings}}' if applied else 'a list of ids'} "
+            f"in a paper folder (its assumptions.yaml defines them), found {dict(found)!r}; a recipe as "
+            "`dml recipes show` prints it stands outside the paper folders"
+        )
+    both = sorted(set(applied) & set(run.settings.readings))
+    if both:
+        name = both[0]
+        raise InputError(
+            f"{run.settings.reading_origins[name]}: field readings.{name}: expected either the value applied "
+            f"({applied[name]!r}) or {{value: settings}}, found both"
+        )
     for name, patches in run.settings.readings.items():
         origin = run.settings.reading_origins[name]
         if name not in defined:

@@ -4,6 +4,7 @@ import pytest
 import yaml
 
 from dml_core.cli import main
+from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import load_results
 
 
@@ -85,3 +86,61 @@ def test_train_applies_mini_overrides_before_the_mini_shrink(tmp_path, monkeypat
     )
     (cached,) = (tmp_path / "data" / "glyph_pretrained").iterdir()
     assert results.weights["id"].startswith(f"glyph-pretrained {cached.name} sha256:")
+
+
+def test_show_prints_a_recipe_file_that_trains_to_the_same_hash_for_every_run(tmp_path):
+    from dml_core.commands.recipes import recipe_file_text
+    from dml_core.recipes import load_catalog
+    from dml_core.recipes.catalog import run_of_file
+
+    path = tmp_path / "shown.yaml"
+    runs = [run for paper in load_catalog().values() for run in paper.runs]
+    assert len(runs) > 150
+    seen_readings = set()
+    for run in runs:
+        # the defaults, and another value of each reading on the first run that rests on it (the variant's name kept)
+        others = [name for name in run.reading_names if name not in seen_readings]
+        seen_readings.update(others)
+        for choices in [{}, *({name: _other_value(run, name)} for name in others)]:
+            expected = run.recipe(choices)
+            path.write_text(recipe_file_text(run, choices))
+            shown = run_of_file(path).recipe()
+            assert (shown.content_hash(), shown.run_name) == (expected.content_hash(), expected.run_name), run.id
+            assert shown.model_dump() == expected.model_dump(), run.id
+    text = path.read_text()
+    assert "extends" not in text and "# readings applied: " in text
+
+
+def _other_value(run, name: str) -> str:
+    return next(value for value in run.paper_assumptions.readings[name].values if value != run.default_reading(name))
+
+
+def test_a_shown_recipe_keeps_its_provenance_and_is_refused_inside_a_paper_folder(tmp_path, capsys):
+    assert main(["recipes", "show", "damlrrm/npair-cub200", "--reading", "damlrrm.lr=1e-3"]) == 0
+    out = capsys.readouterr().out
+    assert "# readings applied: precision=bf16 (default), selection=best-r1 (default), damlrrm.lr=1e-3\n" in out
+    assert "# declared in reproduce/damlrrm/baselines.yaml <- reproduce/damlrrm/base.yaml" in out
+    shown = yaml.safe_load(out)
+    assert shown["readings"]["damlrrm.lr"] == "1e-3" and shown["variant"] == "damlrrm.lr=1e-3"
+    assert shown["assumptions"]["npair-pairs"].startswith("N = 60 pairs per batch")
+    folder = tmp_path / "damlrrm"
+    folder.mkdir()
+    (folder / "assumptions.yaml").write_text((RECIPES_DIR / "damlrrm" / "assumptions.yaml").read_text())
+    (folder / "shown.yaml").write_text(out)
+    assert main(["recipes", "show", str(folder / "shown.yaml")]) == 2
+    assert "shown.yaml: field readings: expected {name: {value: settings}} in a paper folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_trains_a_shown_recipe_file_as_the_run_it_was_shown_from(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
+    short = ["--smoke", "--set", "training.iterations=1", "--set", "training.eval_every=1", "--no-progress"]
+    assert main(["recipes", "show", "ours-sop", "--reading", "damlrrm.lr=1e-3"]) == 0
+    shown = tmp_path / "shown.yaml"
+    shown.write_text(capsys.readouterr().out)
+    assert main(["train", str(shown), *short, "--out", str(tmp_path / "from-file")]) == 0
+    args = ["train", "ours-sop", "--reading", "damlrrm.lr=1e-3", *short, "--out", str(tmp_path / "from-id")]
+    assert main(args) == 0
+    from_file, from_id = (load_results(tmp_path / name / "results.json") for name in ("from-file", "from-id"))
+    assert from_file.recipe.sha256 == from_id.recipe.sha256
+    assert from_file.recipe.content["variant"] == "damlrrm.lr=1e-3"

@@ -169,3 +169,65 @@ def test_a_file_adds_to_the_patch_its_base_declares_for_a_reading_value(tmp_path
     assert run_of_file(folder / "c.yaml").recipe().optimizer.weight_decay == 0.0
     with pytest.raises(InputError, match=r"bad\.yaml: field readings\.damlrrm\.lr: expected the values of its"):
         run_of_file(folder / "bad.yaml")
+
+
+@pytest.mark.parametrize("section", ["training", "mini"])
+def test_setting_one_of_iterations_and_epochs_clears_the_other(tmp_path, section):
+    counted_in_iterations = {**BASE, "id": "t", section: {**BASE.get(section, {}), "iterations": 100}}
+    _paper(
+        tmp_path, {"base.yaml": counted_in_iterations, "epochs.yaml": {"extends": "base.yaml", section: {"epochs": 8}}}
+    )
+    (run,) = expand_file(tmp_path / "damlrrm" / "base.yaml", load_paper_assumptions(tmp_path / "damlrrm"))
+    for recipe in (
+        run.recipe(overrides=[f"{section}.epochs=8"]),
+        with_overrides(run.recipe(), [f"{section}.epochs=8"]),
+    ):
+        assert (getattr(recipe, section).epochs, getattr(recipe, section).iterations) == (8, None)
+        back = with_overrides(recipe, [f"{section}.iterations=50"])
+        assert (getattr(back, section).epochs, getattr(back, section).iterations) == (None, 50)
+    # a file over a base counted the other way
+    (extended,) = expand_file(tmp_path / "damlrrm" / "epochs.yaml", load_paper_assumptions(tmp_path / "damlrrm"))
+    assert getattr(extended.recipe(), section).epochs == 8
+    # both in one layer is a conflict, named
+    both = {"extends": "base.yaml", section: {"epochs": 8, "iterations": 10}}
+    _paper(tmp_path, {"both.yaml": both})
+    (conflict,) = expand_file(tmp_path / "damlrrm" / "both.yaml", load_paper_assumptions(tmp_path / "damlrrm"))
+    with pytest.raises(InputError, match=rf"run t: field {section}: .*exactly one of iterations or epochs"):
+        conflict.recipe()
+    with pytest.raises(InputError, match=rf"field {section}: .*exactly one of iterations or epochs"):
+        with_overrides(run.recipe(), [f"{section}={{epochs: 8, iterations: 10}}"])
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("pa: &pa {model.backbone: resnet50}\n", "the anchor &pa"),
+        ("runs:\n- id: a\n  grid: {d: {x: {}}}\n  model: {backbone: &net resnet50}\n", "the anchor &net"),
+        ("runs:\n- id: a\n  <<: {model.backbone: resnet50}\n", "the merge key <<"),
+    ],
+)
+def test_a_recipe_file_with_yaml_anchors_is_refused_naming_the_line(tmp_path, text, found):
+    folder = _paper(tmp_path, {"base.yaml": BASE})
+    (folder / "runs.yaml").write_text("extends: base.yaml\n" + text)
+    with pytest.raises(InputError, match=rf"runs.yaml: line \d+: expected no YAML anchors .*found {found}; share"):
+        expand_file(folder / "runs.yaml", load_paper_assumptions(folder))
+
+
+def test_no_file_under_reproduce_uses_yaml_anchors():
+    from dml_core.output_paths import RECIPES_DIR
+    from dml_core.recipes.compose import refuse_yaml_anchors
+
+    files = sorted(RECIPES_DIR.rglob("*.yaml"))
+    assert len(files) > 30
+    for path in files:
+        refuse_yaml_anchors(path)  # an InputError names the file, the line and the anchor
+
+
+def test_mini_epochs_alone_shrinks_drml_under_the_official_code_reading():
+    from dml_core.recipe import mini_version
+    from dml_core.recipes import find_run
+
+    recipe = find_run("drml-pa-cub200").recipe({"drml.source": "official-code"})
+    assert recipe.mini.iterations == 600  # drml/base.yaml counts the mini run in iterations; its warm-up counts epochs
+    mini = mini_version(with_overrides(recipe, ["mini.epochs=100"]))
+    assert (mini.training.epochs, mini.training.iterations, mini.model.freeze_backbone_epochs) == (100, None, 2)
