@@ -192,7 +192,7 @@ def test_drml_weight_decay_moves_an_idle_parameter_as_each_value_says_and_leaves
         optimizer.step()
         moved[value] = (start - idle.detach()) / settings.lr
     decay = _recipe(run).optimizer.weight_decay
-    assert torch.allclose(moved["coupled"], torch.ones(4, 4, dtype=torch.float64), rtol=1e-3)  # about lr a step, whatever the weight
+    assert torch.allclose(moved["coupled"], torch.ones(4, 4, dtype=torch.float64), rtol=1e-3)  # lr a step, any weight
     assert torch.allclose(moved["decoupled"], decay * start, rtol=1e-3)  # lr x decay of the weight
     assert torch.equal(moved["none"], torch.zeros(4, 4, dtype=torch.float64))
     default = _recipe(run)
