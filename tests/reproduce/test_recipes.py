@@ -70,8 +70,20 @@ def _one_step(recipe, embedded_root) -> torch.Tensor:
     return train_step(parts.model, parts.loss, parts.optimizer, parts.scheduler, images, labels, recipe.training)
 
 
+def _first_of_each_smoke_computation(runs) -> list:
+    """One run per distinct smoke computation (its smoke version's content hash): two runs whose smoke versions
+    compute the same thing take the same step (125 of 159 runs)."""
+    first = {}
+    for run in runs:
+        first.setdefault(smoke_version(run.recipe()).content_hash(), run)
+    return list(first.values())
+
+
+SMOKE_STEP_RUNS = _first_of_each_smoke_computation(RUNS)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("run", RUNS, ids=_name)
+@pytest.mark.parametrize("run", SMOKE_STEP_RUNS, ids=_name)
 def test_smoke_version_builds_and_takes_a_step(run, embedded_root):
     assert torch.isfinite(_one_step(smoke_version(run.recipe()), embedded_root))
 
