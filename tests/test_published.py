@@ -159,6 +159,28 @@ def test_rows_cited_from_other_works_are_marked_quoted(papers):
         assert not any(row.quoted and row.proposed for table in paper.tables for row in table.rows)
 
 
+def test_anml_table3s_original_baselines_are_quoted_and_the_authors_rows_are_not(papers):
+    # Issue 34: the Original rows print other papers' numbers (the N-pairs row prints Lifted's CUB numbers).
+    table = papers["anml"].table("table3")
+    assert sorted(row.id for row in table.rows if row.quoted) == [
+        "lifted-structure-loss-original-cub200", "n-pairs-loss-original-cub200", "proxy-nca-original-cub200",
+    ]  # fmt: skip
+    lifted = find_row(papers["damlrrm"], "table1", "lifted-cub200").metrics
+    n_pairs_original = find_row(papers["anml"], "table3", "n-pairs-loss-original-cub200")
+    assert n_pairs_original.metrics == {k: lifted[k] for k in ("R@1", "R@2", "R@4", "R@8")}
+    assert (
+        find_row(papers["anml"], "table3", "proxy-nca-original-cub200").metrics.items()
+        >= find_row(papers["anml"], "table4", "proxynca-cub200").metrics.items()
+    )
+    assert all(row.note for row in table.rows if row.quoted)
+
+
+def test_damlrrms_uncited_triplet_n_pair_rows_are_the_authors_runs_and_say_so(papers):
+    for table, dataset in (("table1", "cub200"), ("table2", "cars196"), ("table3", "sop")):
+        row = find_row(papers["damlrrm"], table, f"triplet-plus-n-pair-{dataset}")
+        assert not row.quoted and "authors' run" in row.note
+
+
 def test_find_row_names_what_exists(papers):
     with pytest.raises(InputError, match=r"no table 'table99'.*table1"):
         find_row(papers["damlrrm"], "table99", "ours-cub200")

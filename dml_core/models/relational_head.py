@@ -64,6 +64,9 @@ class RelationalHead(nn.Module):
       dimension. Both route each sample the same way when the targets have one width.
     - ``layer_init``: "pytorch" (nn.Linear's default) or ["kaiming_fan_out"]: kaiming-normal weights (fan-out
       mode) and zero biases for g_k, p_k, a_k, b_k and s.
+    - ``relational_module``: False builds the adaptive ensemble alone (Table 2's AEL-PA; the released code's
+      ``multi_embedder.py``): no a_k, b_k, s or U, and z is the concatenated individual features g_k. A
+      "w/o J_emb" run is not the same: its U and its z proxies still exist and drift under weight decay.
     """
 
     levels = None
@@ -81,6 +84,7 @@ class RelationalHead(nn.Module):
         normalize_nodes: bool = False,
         reconstruction_measure: Literal["norm", "mse"] = "norm",
         layer_init: Literal["pytorch", "kaiming_fan_out"] = "pytorch",
+        relational_module: bool = True,
     ) -> None:
         super().__init__()
         if score_activation not in ("relu", "softmax"):
@@ -98,15 +102,18 @@ class RelationalHead(nn.Module):
         part = in_dim // num_features if node_input == "chunks" else in_dim
         self.individual = nn.ModuleList(nn.Linear(part, dim) for _ in range(num_features))
         self.decoders = nn.ModuleList(nn.Linear(dim, part) for _ in range(num_features))
-        self.meta_a = nn.ModuleList(nn.Linear(part, dim) for _ in range(num_features))
-        self.meta_b = nn.ModuleList(nn.Linear(part, dim) for _ in range(num_features))
-        self.score = nn.Linear(dim, 1)
-        self.updater = nn.Linear(2 * dim, dim)
+        self.relational_module = relational_module
+        if relational_module:
+            self.meta_a = nn.ModuleList(nn.Linear(part, dim) for _ in range(num_features))
+            self.meta_b = nn.ModuleList(nn.Linear(part, dim) for _ in range(num_features))
+            self.score = nn.Linear(dim, 1)
+            self.updater = nn.Linear(2 * dim, dim)
+        relational_layers = [*self.meta_a, *self.meta_b, self.score] if relational_module else []
         if layer_init == "kaiming_fan_out":
-            for layer in [*self.individual, *self.decoders, *self.meta_a, *self.meta_b, self.score]:
+            for layer in [*self.individual, *self.decoders, *relational_layers]:
                 nn.init.kaiming_normal_(layer.weight, mode="fan_out")
                 nn.init.zeros_(layer.bias)
-        if identity_updater_init:
+        if identity_updater_init and relational_module:
             with torch.no_grad():
                 self.updater.weight.zero_()
                 self.updater.weight[:, :dim] = torch.eye(dim)
@@ -137,6 +144,8 @@ class RelationalHead(nn.Module):
             reconstruction_error = difference.pow(2).mean(dim=2)  # (N, K)
         else:
             reconstruction_error = difference.norm(dim=2)
+        if not self.relational_module:
+            return RelationalOutput(self._embedding(individual), individual, reconstruction_error)
 
         nodes = individual.detach() if self.detach_relational_inputs is True else individual
         if self.detach_relational_inputs is not False:
@@ -149,10 +158,12 @@ class RelationalHead(nn.Module):
         weights = self._normalize_scores(scores)
         messages = torch.einsum("nji,njd->nid", weights, nodes)  # M_i = sum_j r_ji g_j
         updated = self.updater(torch.cat([nodes, messages], dim=2))  # (N, K, dim), U shared by all nodes
-        embedding = updated.flatten(start_dim=1)
-        if self.normalize:
-            embedding = F.normalize(embedding, dim=1)
-        return RelationalOutput(embedding, individual, reconstruction_error)
+        return RelationalOutput(self._embedding(updated), individual, reconstruction_error)
+
+    def _embedding(self, features: torch.Tensor) -> torch.Tensor:
+        """z: the K features (N, K, dim) concatenated, L2-normalised when the model normalises its output."""
+        embedding = features.flatten(start_dim=1)
+        return F.normalize(embedding, dim=1) if self.normalize else embedding
 
     def _normalize_scores(self, scores: torch.Tensor) -> torch.Tensor:
         """r_ji: scores made non-negative and normalised over the source index j (dim 1)."""

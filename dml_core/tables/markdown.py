@@ -24,7 +24,7 @@ from dml_core.tables.join import NOT_RUN as ROW_NOT_RUN
 from dml_core.tables.join import LoadedResults, Refusal
 from dml_core.tables.known_gaps import KnownGaps
 from dml_core.tables.labels import dataset_name, row_label
-from dml_core.tables.paper_tables import has_reproduced_number, paper_shaped, table_markdown
+from dml_core.tables.paper_tables import QUOTED, has_reproduced_number, paper_shaped, table_markdown
 from dml_core.tables.planned import Plan
 from dml_core.tables.summary import counts_text, table_counts, verdict_counts
 from dml_core.tables.timing import NOT_AVAILABLE, paper_timing_table, readable_duration, timing_summary
@@ -208,15 +208,16 @@ def published_notes(table: PublishedTable, rows: set[str]) -> list[str]:
     return ["Remarks on the published values:", "", *notes, ""] if notes else []
 
 
-def known_gap_notes(inputs: PageInputs, table: PublishedTable, rows: set[str]) -> list[str]:
-    """Why the rows marked "why?" differ from the paper (``papers/<key>/known_gaps.yaml``)."""
+def known_gap_notes(inputs: PageInputs, table: PublishedTable) -> list[str]:
+    """Why the rows marked "why?" differ from the paper (``papers/<key>/known_gaps.yaml``), and what the rows we
+    cannot run lack (a quoted baseline, a method not built): every row of a gap is named, run or not."""
     notes = []
     for gap in inputs.gaps.gaps:
-        mine = [row for row in table.rows if gap.table == table.id and row.id in gap.rows and row.id in rows]
+        mine = [row for row in table.rows if gap.table == table.id and row.id in gap.rows]
         if mine:
             link = _relative(inputs.root / gap.see.split("#")[0], inputs.markdown_dir)
             anchor = "#" + gap.see.split("#")[1] if "#" in gap.see else ""
-            names = ", ".join(row_label(row, with_dataset=True) for row in mine)
+            names = ", ".join(row_label(row, with_dataset=True) + (f" {QUOTED}" if row.quoted else "") for row in mine)
             waiver = gap.waiver
             waived = (
                 f" **Waived** ({', '.join(waiver.metrics)}; reviewed in {waiver.reviewed_in}, {waiver.reviewed_on}): "
@@ -272,10 +273,11 @@ def table_section(inputs: PageInputs, table: PublishedTable) -> list[str]:
         planned = len(set(lines["row"]))
         state = f"not run yet ({planned} of {len(table.rows)} rows have a run planned)" if planned else (
             f"no run of ours targets its {len(table.rows)} rows")  # fmt: skip
-        return [f"**{table.id}**: {table.caption} — {state}.", "", *rests_on_section(inputs, table)]
+        return [f"**{table.id}**: {table.caption} — {state}.", "", *known_gap_notes(inputs, table),
+                *rests_on_section(inputs, table)]  # fmt: skip
     shown = paper_shaped(table, lines, inputs.gaps, inputs.markdown_dir, inputs.root)
     parts = [f"## {table.id}: {table.caption}", "", table_markdown(shown), ""]
-    parts += known_gap_notes(inputs, table, set(lines["row"]))
+    parts += known_gap_notes(inputs, table)
     parts += published_notes(table, set(lines["row"]))
     parts += rests_on_section(inputs, table)
     for figure in (inputs.figures.get(table.id), inputs.curves.get(table.id)):

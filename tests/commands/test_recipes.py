@@ -11,7 +11,7 @@ from dml_core.results import load_results
 def test_list_shows_every_run_with_its_targets(capsys):
     assert main(["recipes", "list", "--paper", "damlrrm"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("damlrrm (15 runs)")
+    assert out.startswith("damlrrm (18 runs)")
     assert "ours-cub200  ->  table1/ours-cub200, table4/ours-alpha-30-cub200" in out
     assert "[readings: damlrrm.lr]" in out
 
@@ -35,7 +35,7 @@ def test_an_id_two_papers_share_needs_its_paper_and_a_bad_reading_is_named(capsy
 def test_readings_lists_question_values_and_default(capsys):
     assert main(["recipes", "readings", "damlrrm"]) == 0
     out = capsys.readouterr().out
-    assert "damlrrm.lr  (15 runs rest on it" in out and "1e-4 (default):" in out
+    assert "damlrrm.lr  (18 runs rest on it" in out and "1e-4 (default):" in out
 
 
 @pytest.mark.parametrize(("paper", "precision"), [("gpw", "bf16"), ("anml", "fp32")])

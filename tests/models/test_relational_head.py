@@ -171,3 +171,23 @@ def test_kaiming_fan_out_start_and_bad_options():
         RelationalHead(in_dim=8, detach_relational_inputs="nodes")
     with pytest.raises(InputError, match="reconstruction_measure: expected one of 'norm', 'mse', found 'l1'"):
         RelationalHead(in_dim=8, reconstruction_measure="l1")
+
+
+def test_without_the_relational_module_z_is_the_concatenated_individual_features():
+    # Table 2's AEL-PA: the ensemble alone. No a_k, b_k, s or U exist (so weight decay cannot move a U that no loss
+    # trains, as it does in the "w/o J_emb" ablation); the ensemble's layers start as the full head's would.
+    torch.manual_seed(5)
+    full = RelationalHead(in_dim=8, num_features=3, dim=4, normalize=True, normalize_nodes=True)
+    torch.manual_seed(5)
+    ensemble = RelationalHead(in_dim=8, num_features=3, dim=4, normalize=True, normalize_nodes=True,
+                              relational_module=False)  # fmt: skip
+    names = {name.split(".")[0] for name, _ in ensemble.named_parameters()}
+    assert names == {"individual", "decoders"}
+    for part in ("individual", "decoders"):
+        for mine, theirs in zip(getattr(ensemble, part).parameters(), getattr(full, part).parameters(), strict=True):
+            torch.testing.assert_close(mine, theirs)
+    y = torch.randn(6, 8)
+    output = ensemble(y)
+    torch.testing.assert_close(output.embedding, F.normalize(output.individual.flatten(start_dim=1), dim=1))
+    torch.testing.assert_close(output.reconstruction_error, full(y).reconstruction_error)
+    assert not torch.allclose(full(y).embedding, output.embedding)  # the relational module changes z
