@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transform, load_split
+from dml_core.data import SAMPLERS, ImageDataset, build_transform, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
@@ -123,21 +123,9 @@ def build_sampler(recipe: Recipe, labels: np.ndarray):
         raise InputError(f"sampler {name!r}: bad parameters {recipe.sampler.params}: {error}") from None
 
 
-def transform_config(recipe: Recipe) -> TransformConfig:
-    settings = recipe.data.transforms
-    return TransformConfig(
-        resize_mode=settings.resize_mode,
-        resize=settings.resize,
-        train_crop=settings.train_crop,
-        crop_size=settings.crop_size,
-        rrc_scale=tuple(settings.rrc_scale),
-        hflip=settings.hflip,
-    )
-
-
 def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
     """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
-    config = transform_config(recipe)
+    config = recipe.data.transforms
     ensure_generated(recipe.data.dataset, root)
     train_split = load_split(recipe.data.dataset, root, "train")
     train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
