@@ -1,9 +1,9 @@
 """Typed recipes: one YAML file pins everything a training run does.
 
 Pydantic models with ``extra="forbid"``: an unknown key or a wrong type is an error that names the file and the
-field path. ``--set a.b=value`` overrides a field (the value is parsed as YAML). Names of datasets, backbones,
-losses and samplers are checked against their registries when the run is built, not here, so this module stays
-free of heavy imports.
+field path. ``--set a.b=value`` overrides a field (the value is parsed as YAML). Names of datasets, losses,
+samplers and heads are checked against their registries (``dml_core.registry``) when the run is checked or built,
+not here, so this module stays free of heavy imports.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class DataSettings(StrictModel):
 
 
 class HeadSettings(StrictModel):
-    name: Literal["linear", "multi_level_fusion", "relational"] = "linear"
+    name: str = "linear"  # checked against ``models.heads.HEADS`` (``recipes.components``), as losses and samplers
     params: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -9,13 +9,13 @@ from torch import nn
 
 from dml_core.models import parameter_groups
 from dml_core.recipe import OptimizerSettings, ScheduleSettings
+from dml_core.registry import Registry
 
-OPTIMIZERS = {
-    "sgd": torch.optim.SGD,
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "rmsprop": torch.optim.RMSprop,
-}
+OPTIMIZERS: Registry[type[torch.optim.Optimizer]] = Registry(
+    "optimizer",
+    "optimizer.name",
+    {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop},
+)
 
 
 def build_optimizer(
@@ -35,7 +35,7 @@ def build_optimizer(
             }
         )
     extra = {"momentum": settings.momentum} if settings.name in ("sgd", "rmsprop") else {}
-    return OPTIMIZERS[settings.name](groups, lr=settings.lr, **extra)
+    return OPTIMIZERS.lookup(settings.name)(groups, lr=settings.lr, **extra)
 
 
 def lr_factor(settings: ScheduleSettings, iteration: int, iterations_per_unit: int) -> float:
