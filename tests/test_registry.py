@@ -12,6 +12,10 @@ from dml_core.data.registry import DATASETS, get_spec
 from dml_core.errors import InputError
 from dml_core.evaluation.protocols import RECALL_KS, recall_ks_for
 from dml_core.evaluation.registry import METRICS, chosen_metrics
+from dml_core.gpu_check.registry import PARTS
+from dml_core.linear.methods import METHODS
+from dml_core.linear.plan import TABLE2_ROW_SLUGS
+from dml_core.linear.uci import get_uci_dataset
 from dml_core.losses import LOSSES, build_loss
 from dml_core.models import BACKBONES, HEADS, build_backbone
 from dml_core.recipes.catalog import run_of_file
@@ -43,6 +47,9 @@ REGISTRIES = [
     (DATASETS, "dataset", "data.dataset", "cars196, cub200, embedded, embedded_mini, inshop, sop"),
     (RECALL_KS, "dataset with a Recall@K list", "data.dataset", "cars196, cub200, inshop, sop"),
     (METRICS, "metric", "metrics", "f1, map_at_r, nmi, r_precision, recall"),
+    (PARTS, "part", "--parts", "bench, evaluation, mini, parity, pipelines, resume, smoke, torchrun"),
+    (METHODS, "linear method", "method", "euclidean, lanml_minus, lanml_plus, nca, pnca"),
+    (TABLE2_ROW_SLUGS, "Table 2 method", "methods", "lanml_minus, lanml_plus, nca, pnca"),
 ]
 
 
@@ -51,7 +58,8 @@ def test_each_registry_lists_its_names_through_the_one_lookup(registry, kind, fi
     assert isinstance(registry, Registry)
     with pytest.raises(InputError) as error:
         registry.lookup("nope")
-    assert str(error.value) == f"field {field}: unknown {kind} 'nope'; expected one of {names}"
+    named = field if field.startswith("--") else f"field {field}"  # an option is named as typed
+    assert str(error.value) == f"{named}: unknown {kind} 'nope'; expected one of {names}"
 
 
 def test_the_loss_registry_holds_every_loss_and_its_alias():
@@ -66,6 +74,7 @@ def test_the_loss_registry_holds_every_loss_and_its_alias():
         (lambda: get_spec("cub"), "field data.dataset: unknown dataset 'cub'; expected one of cars196, cub200,"),
         (lambda: recall_ks_for("mnist"), "field data.dataset: unknown dataset with a Recall@K list 'mnist';"),
         (lambda: chosen_metrics(["recall", "mrr"]), "field metrics: unknown metric 'mrr'; expected one of f1,"),
+        (lambda: get_uci_dataset("mnist"), "field dataset: unknown UCI data set 'mnist'; expected one of Australian,"),
     ],
 )
 def test_the_builders_refuse_an_unknown_name_in_the_one_wording(call, message):
