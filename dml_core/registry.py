@@ -66,11 +66,11 @@ class Registry(MutableMapping[str, Part], Generic[Part]):
 
     def lookup(self, name: str, where: str | None = None, field: str | None = None) -> Part:
         """The part registered as ``name``, or an ``InputError`` naming ``where`` (a file, when known), the field
-        (``field``, else the registry's own; a command-line option such as ``--parts`` as it is), the name and the
-        accepted names."""
+        (``field``, else the registry's own; a command-line option or argument, ``--parts`` or ``BACKBONE``, as
+        typed), the name and the accepted names."""
         if isinstance(name, str) and name in self._parts:
             return self._parts[name]
         place = f"{where}: " if where else ""
         field = field or self.field
-        named = field if field.startswith("--") else f"field {field}"
+        named = field if field.startswith("-") or field.isupper() else f"field {field}"
         raise InputError(f"{place}{named}: {self.unknown(name)}")

@@ -18,6 +18,8 @@ from dml_core.linear.plan import TABLE2_ROW_SLUGS
 from dml_core.linear.uci import get_uci_dataset
 from dml_core.losses import LOSSES, build_loss
 from dml_core.models import BACKBONES, HEADS, build_backbone
+from dml_core.models.pooling import POOLINGS
+from dml_core.models.weights import WEIGHT_FILES
 from dml_core.recipes.catalog import run_of_file
 from dml_core.recipes.components import check_components
 from dml_core.registry import Registry
@@ -35,6 +37,9 @@ def test_the_error_names_the_file_the_field_the_name_and_the_sorted_accepted_nam
     with pytest.raises(InputError) as error:
         colours.lookup(["red"], field="door.colour")  # not even a name: worded alike, no TypeError
     assert str(error.value) == "field door.colour: unknown colour ['red']; expected one of amber, blue, red"
+    with pytest.raises(InputError) as error:
+        colours.lookup("teal", field="--colours")  # a command-line option, named as typed
+    assert str(error.value) == "--colours: unknown colour 'teal'; expected one of amber, blue, red"
     assert colours.lookup("blue") == 2 and list(colours) == ["red", "blue", "amber"] and colours.names[0] == "amber"
 
 
@@ -49,6 +54,8 @@ REGISTRIES = [
     (METRICS, "metric", "metrics", "f1, map_at_r, nmi, r_precision, recall"),
     (PARTS, "part", "--parts", "bench, evaluation, mini, parity, pipelines, resume, smoke, torchrun"),
     (METHODS, "linear method", "method", "euclidean, lanml_minus, lanml_plus, nca, pnca"),
+    (POOLINGS, "pooling", "model.pooling", "avg, avg+max, max"),
+    (WEIGHT_FILES, "backbone with a weight file", "model.backbone", "bn_inception, googlenet, resnet50"),
     (TABLE2_ROW_SLUGS, "Table 2 method", "methods", "lanml_minus, lanml_plus, nca, pnca"),
 ]
 
