@@ -3,6 +3,7 @@ name found, the accepted names sorted), and each registry holding the names a re
 
 import subprocess
 import sys
+from typing import get_args
 
 import pytest
 import yaml
@@ -20,10 +21,11 @@ from dml_core.losses import LOSSES, build_loss
 from dml_core.models import BACKBONES, HEADS, build_backbone
 from dml_core.models.pooling import POOLINGS
 from dml_core.models.weights import WEIGHT_FILES
+from dml_core.recipe import EvaluationSettings, HeadSettings, ModelSettings, OptimizerSettings, ScheduleSettings
 from dml_core.recipes.catalog import run_of_file
 from dml_core.recipes.components import check_components
 from dml_core.registry import Registry
-from dml_core.training.optim import OPTIMIZERS
+from dml_core.training.optim import OPTIMIZERS, SCHEDULES
 from tests.recipes.test_compose import BASE
 
 
@@ -55,6 +57,7 @@ REGISTRIES = [
     (PARTS, "part", "--parts", "bench, evaluation, mini, parity, pipelines, resume, smoke, torchrun"),
     (METHODS, "linear method", "method", "euclidean, lanml_minus, lanml_plus, nca, pnca"),
     (POOLINGS, "pooling", "model.pooling", "avg, avg+max, max"),
+    (SCHEDULES, "schedule", "schedule.name", "constant, multistep, step"),
     (WEIGHT_FILES, "backbone with a weight file", "model.backbone", "bn_inception, googlenet, resnet50"),
     (TABLE2_ROW_SLUGS, "Table 2 method", "methods", "lanml_minus, lanml_plus, nca, pnca"),
 ]
@@ -119,3 +122,24 @@ def test_the_lookup_and_the_recipe_with_its_transforms_load_without_torch(module
     code = f"import sys, {module}; print('torch' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert found == "False"
+
+
+@pytest.mark.parametrize(
+    ("choices", "registry"),
+    [
+        (get_args(ModelSettings.model_fields["backbone"].annotation), BACKBONES),
+        (get_args(ModelSettings.model_fields["pooling"].annotation), POOLINGS),
+        (get_args(OptimizerSettings.model_fields["name"].annotation), OPTIMIZERS),
+        (get_args(ScheduleSettings.model_fields["name"].annotation), SCHEDULES),
+        (get_args(get_args(EvaluationSettings.model_fields["metrics"].annotation)[0]), METRICS),
+    ],
+    ids=["backbone", "pooling", "optimizer", "schedule", "metrics"],
+)
+def test_the_names_the_schema_refuses_itself_are_its_registrys(choices, registry):
+    """Where the torch-free schema lists the names itself (a Literal: refused as the file is read), they are the
+    registry's, so a part registered is a part a recipe may name."""
+    assert set(choices) == set(registry)
+
+
+def test_head_names_live_in_the_head_registry_alone():
+    assert HeadSettings.model_fields["name"].annotation is str and HeadSettings().name in HEADS

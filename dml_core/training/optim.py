@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -45,12 +46,25 @@ def lr_factor(settings: ScheduleSettings, iteration: int, iterations_per_unit: i
     >>> [lr_factor(s, i, 1) for i in range(6)]
     [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
     """
-    unit = iteration // iterations_per_unit
-    if settings.name == "step":
-        return settings.gamma ** (unit // settings.step_size)
-    if settings.name == "multistep":
-        return settings.gamma ** bisect.bisect_right(sorted(settings.milestones), unit)
+    return SCHEDULES.lookup(settings.name)(settings, iteration // iterations_per_unit)
+
+
+def _constant(settings: ScheduleSettings, unit: int) -> float:
     return 1.0
+
+
+def _step(settings: ScheduleSettings, unit: int) -> float:
+    return settings.gamma ** (unit // settings.step_size)
+
+
+def _multistep(settings: ScheduleSettings, unit: int) -> float:
+    return settings.gamma ** bisect.bisect_right(sorted(settings.milestones), unit)
+
+
+# A schedule: (its settings, the units run so far) -> the factor of every group's base learning rate.
+SCHEDULES: Registry[Callable[[ScheduleSettings, int], float]] = Registry(
+    "schedule", "schedule.name", {"constant": _constant, "step": _step, "multistep": _multistep}
+)
 
 
 def build_scheduler(
