@@ -25,6 +25,7 @@ from dml_core.recipe import EvaluationSettings, HeadSettings, ModelSettings, Opt
 from dml_core.recipes.catalog import run_of_file
 from dml_core.recipes.components import check_components
 from dml_core.registry import Registry
+from dml_core.training.builders import build_model
 from dml_core.training.optim import OPTIMIZERS, SCHEDULES
 from tests.recipes.test_compose import BASE
 
@@ -143,3 +144,17 @@ def test_the_names_the_schema_refuses_itself_are_its_registrys(choices, registry
 
 def test_head_names_live_in_the_head_registry_alone():
     assert HeadSettings.model_fields["name"].annotation is str and HeadSettings().name in HEADS
+
+
+def test_build_model_builds_the_head_its_registry_names_and_refuses_another(tmp_path):
+    mine = {k: v for k, v in BASE.items() if k != "readings"}
+    model = {"backbone": "googlenet", "weights": "random", "width": 0.125, "embedding_dim": 8}
+    mine.update(id="mine", assumptions=["Mine."], optimizer={"name": "adam", "lr": 1e-5}, model=model)
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(mine))
+    recipe = run_of_file(path).recipe()
+    assert isinstance(build_model(recipe).head, HEADS["linear"].cls)
+    fusion = run_of_file(path).recipe(overrides=["model.head.name=multi_level_fusion"])
+    assert isinstance(build_model(fusion).head, HEADS["multi_level_fusion"].cls)
+    with pytest.raises(InputError, match=r"^field model\.head\.name: unknown head 'mlp'; expected one of linear, "):
+        build_model(run_of_file(path).recipe(overrides=["model.head.name=mlp"]))
