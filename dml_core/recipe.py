@@ -1,9 +1,9 @@
 """Typed recipes: one YAML file pins everything a training run does.
 
 Pydantic models with ``extra="forbid"``: an unknown key or a wrong type is an error that names the file and the
-field path. ``--set a.b=value`` overrides a field (the value is parsed as YAML). Names of datasets, backbones,
-losses and samplers are checked against their registries when the run is built, not here, so this module stays
-free of heavy imports.
+field path. ``--set a.b=value`` overrides a field (the value is parsed as YAML). Names of datasets, losses,
+samplers and heads are checked against their registries (``dml_core.registry``) when the run is checked or built,
+not here, so this module stays free of heavy imports.
 """
 
 from __future__ import annotations
@@ -37,12 +37,26 @@ class Target(StrictModel):
 
 
 class TransformSettings(StrictModel):
+    """The preprocessing a recipe names (``data.transforms``), as the data pipeline takes it
+    (``data.transforms.build_transform``, ``data.batch_augment``): the one type of both, so it lives here, where
+    nothing imports torch.
+
+    The defaults enter every content hash (a recipe that leaves a field out is hashed with its default), so they
+    stay as the first hashed runs had them: ``random_resized_crop`` among them, though every paper's recipe states
+    its crop. Code that builds transforms by hand states ``train_crop`` where it relies on one."""
+
     resize_mode: Literal["squash", "shorter_side"] = "shorter_side"
     resize: PositiveInt = 256
     train_crop: Literal["random_crop", "random_resized_crop"] = "random_resized_crop"
     crop_size: PositiveInt | None = None  # None: the backbone's input size
     rrc_scale: tuple[PositiveFloat, PositiveFloat] = (0.16, 1.0)
     hflip: bool = True
+
+    @model_validator(mode="after")
+    def _crop_within_resize(self) -> TransformSettings:
+        if self.crop_size is not None and self.crop_size > self.resize:
+            raise ValueError(f"crop_size: expected at most resize ({self.resize}), found {self.crop_size}")
+        return self
 
 
 class DataSettings(StrictModel):
@@ -72,7 +86,7 @@ class DataSettings(StrictModel):
 
 
 class HeadSettings(StrictModel):
-    name: Literal["linear", "multi_level_fusion", "relational"] = "linear"
+    name: str = "linear"  # checked against ``models.heads.HEADS`` (``recipes.components``), as losses and samplers
     params: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from dml_core.errors import InputError
-
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -25,9 +23,8 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: dml_core.models loads torch; `dml weights --help` stays light.
     from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, verify_weight_file, weights_cache_dir
 
-    unknown = sorted(set(args.backbones) - set(WEIGHT_FILES))
-    if unknown:
-        raise InputError(f"BACKBONE: expected some of {sorted(WEIGHT_FILES)}, found {unknown}")
+    for name in args.backbones:
+        WEIGHT_FILES.lookup(name, field="BACKBONE")
     for name in args.backbones or sorted(WEIGHT_FILES):
         entry = WEIGHT_FILES[name]
         path = weights_cache_dir() / entry.file_name

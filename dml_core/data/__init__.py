@@ -17,7 +17,7 @@ from dml_core.data.samplers import (
     RandomBatchSampler,
     TwoStreamSampler,
 )
-from dml_core.data.transforms import TransformConfig, build_transform
+from dml_core.data.transforms import build_transform
 
 __all__ = [
     "DATASETS",
@@ -30,7 +30,6 @@ __all__ = [
     "RandomBatchSampler",
     "SplitCounts",
     "SplitIndex",
-    "TransformConfig",
     "TwoStreamSampler",
     "build_transform",
     "load_image",

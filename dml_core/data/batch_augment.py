@@ -17,16 +17,17 @@ import torch
 from torchvision.transforms import v2
 
 from dml_core.data.image_cache import ImageCache
-from dml_core.data.transforms import ToInputSpec, TransformConfig
+from dml_core.data.transforms import ToInputSpec
 from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
+from dml_core.recipe import TransformSettings
 from dml_core.seeding import seeded_cpu_rng
 
 
 class BatchAugmentation:
     """``(positions, seeds) -> (B, 3, crop, crop)`` float tensors in the backbone's convention."""
 
-    def __init__(self, cache: ImageCache, input_spec: InputSpec, config: TransformConfig) -> None:
+    def __init__(self, cache: ImageCache, input_spec: InputSpec, config: TransformSettings) -> None:
         self.cache = cache
         self.config = config
         self.crop = config.crop_size or input_spec.input_size

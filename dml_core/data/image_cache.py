@@ -31,8 +31,9 @@ from dml_core.data.images import ImageDataset, image_size
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
 from dml_core.data.registry import get_spec
-from dml_core.data.transforms import TransformConfig, resize_step
+from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
+from dml_core.recipe import TransformSettings
 
 CACHE_VERSION = 1
 
@@ -58,7 +59,7 @@ def build_cache(
     """Decode and resize every image of a split once; return the cache folder. ``workers`` processes decode (in
     order; ``worker_context`` starts them: a process that has used CUDA must not fork them), 0: this process."""
     split_index = load_split(dataset, root, split)
-    resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
+    resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
     decoded = DataLoader(
         ImageDataset(split_index, v2.Compose([v2.ToImage(), resize_op])),
         batch_size=None,
@@ -102,7 +103,7 @@ def estimated_cache_bytes(dataset: str, root: Path, split: str, resize_mode: str
     """The images of a split and the bytes ``build_cache`` will write for them, from the image files' headers (no
     decoding) and torchvision's own resize rule (run on shape-only tensors)."""
     split_index = load_split(dataset, root, split)
-    resize_op = resize_step(TransformConfig(resize_mode=resize_mode, resize=resize))
+    resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
 
     @functools.cache
     def resized_pixels(width: int, height: int) -> int:

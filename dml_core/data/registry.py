@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dml_core.data.index import IndexRow
 from dml_core.data.sources import cars, cub, embedded, inshop, sop
-from dml_core.errors import InputError
+from dml_core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class DatasetSpec:
 CUB_CLASSIFICATION = "CUB's classification split (train_test_split.txt: 5,994 train / 5,794 test)"
 CARS_CLASSIFICATION = "Cars196's classification split (cars_train/cars_test: 8,144 / 8,041)"
 
-DATASETS: dict[str, DatasetSpec] = {
+_SPECS: dict[str, DatasetSpec] = {
     "cub200": DatasetSpec(
         name="cub200",
         title="CUB-200-2011",
@@ -151,9 +151,9 @@ DATASETS: dict[str, DatasetSpec] = {
     },
 }
 
+DATASETS: Registry[DatasetSpec] = Registry("dataset", "data.dataset", _SPECS)
+
 
 def get_spec(dataset: str) -> DatasetSpec:
     """The spec of ``dataset``, or an error listing the known names."""
-    if dataset not in DATASETS:
-        raise InputError(f"dataset: expected one of {', '.join(sorted(DATASETS))}, found {dataset!r}")
-    return DATASETS[dataset]
+    return DATASETS.lookup(dataset)

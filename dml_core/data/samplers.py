@@ -13,6 +13,7 @@ from __future__ import annotations
 from dml_core.data.class_chunks import number_of_batches
 from dml_core.data.class_samplers import EpochBatchSampler, PKSampler, RandomBatchSampler
 from dml_core.data.stream_samplers import PairedClassSampler, TwoStreamSampler
+from dml_core.registry import Registry
 
 __all__ = [
     "SAMPLERS",
@@ -24,9 +25,13 @@ __all__ = [
     "number_of_batches",
 ]
 
-SAMPLERS: dict[str, type[EpochBatchSampler]] = {
-    "random": RandomBatchSampler,
-    "pk": PKSampler,
-    "two_stream": TwoStreamSampler,
-    "paired": PairedClassSampler,
-}
+SAMPLERS: Registry[type[EpochBatchSampler]] = Registry(
+    "sampler",
+    "sampler.name",
+    {
+        "random": RandomBatchSampler,
+        "pk": PKSampler,
+        "two_stream": TwoStreamSampler,
+        "paired": PairedClassSampler,
+    },
+)

@@ -1,4 +1,5 @@
-"""Image transforms driven by the backbone's :class:`InputSpec` and the recipe's :class:`TransformConfig`.
+"""Image transforms driven by the backbone's :class:`InputSpec` and the recipe's
+:class:`~dml_core.recipe.TransformSettings` (``data.transforms``).
 
 Order: resize (``squash`` to ``resize`` x ``resize`` as Caffe did, or ``shorter_side`` to ``resize`` keeping
 the aspect ratio) -> train: random crop of ``crop_size`` (or RandomResizedCrop straight from the decoded
@@ -9,34 +10,11 @@ optional horizontal flip / eval: centre crop -> float in [0, 1] -> times ``value
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import torch
 from torchvision.transforms import v2
 
-from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
-
-
-@dataclass(frozen=True)
-class TransformConfig:
-    """The preprocessing fields a recipe names. ``crop_size=None`` takes ``InputSpec.input_size``."""
-
-    resize_mode: Literal["squash", "shorter_side"] = "shorter_side"
-    resize: int = 256
-    train_crop: Literal["random_crop", "random_resized_crop"] = "random_crop"
-    crop_size: int | None = None
-    rrc_scale: tuple[float, float] = (0.16, 1.0)
-    hflip: bool = True
-
-    def __post_init__(self) -> None:
-        if self.resize_mode not in ("squash", "shorter_side"):
-            raise InputError(f"resize_mode: expected 'squash' or 'shorter_side', found {self.resize_mode!r}")
-        if self.train_crop not in ("random_crop", "random_resized_crop"):
-            raise InputError(f"train_crop: expected 'random_crop' or 'random_resized_crop', found {self.train_crop!r}")
-        if self.crop_size is not None and self.crop_size > self.resize:
-            raise InputError(f"crop_size: expected at most resize ({self.resize}), found {self.crop_size}")
+from dml_core.recipe import TransformSettings
 
 
 class ToInputSpec(torch.nn.Module):
@@ -55,13 +33,13 @@ class ToInputSpec(torch.nn.Module):
         return (image - self.mean) / self.std
 
 
-def resize_step(config: TransformConfig) -> v2.Transform:
+def resize_step(config: TransformSettings) -> v2.Transform:
     """The resize of the eval and random-crop paths (also what the image cache stores)."""
     size = (config.resize, config.resize) if config.resize_mode == "squash" else config.resize
     return v2.Resize(size, interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
 
 
-def build_transform(input_spec: InputSpec, config: TransformConfig, train: bool) -> v2.Compose:
+def build_transform(input_spec: InputSpec, config: TransformSettings, train: bool) -> v2.Compose:
     """PIL RGB image -> tensor (3, crop, crop) in ``input_spec``'s convention; random only when ``train``."""
     crop = config.crop_size or input_spec.input_size
     steps: list[torch.nn.Module] = [v2.ToImage()]

@@ -18,14 +18,14 @@ Only numpy is loaded here (the metrics load scikit-learn when first used): the r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dml_core.errors import InputError
 from dml_core.evaluation import metrics as M
+from dml_core.registry import Registry
 
 if TYPE_CHECKING:  # the ranking's type only: knn imports torch
     from dml_core.evaluation.knn import NeighbourRanking
@@ -94,7 +94,7 @@ def _f1(work: SharedWork) -> Computed:
 
 
 # Registry order is the order of the reported values.
-METRICS: Mapping[str, Metric] = {
+_METRICS = {
     metric.name: metric
     for metric in (
         Metric("recall", frozenset({RANKING}), _recall, "R@{k}"),
@@ -104,6 +104,7 @@ METRICS: Mapping[str, Metric] = {
         Metric("f1", frozenset({CLUSTERING}), _f1, "F1"),
     )
 }
+METRICS: Registry[Metric] = Registry("metric", "metrics", _METRICS)  # `dml evaluate-embeddings --metrics` too
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 MetricName = Literal[METRIC_NAMES]  # the recipe schema's evaluation.metrics: every registered name, no other
 
@@ -115,9 +116,8 @@ def chosen_metrics(names: Iterable[str]) -> list[Metric]:
     ['recall', 'nmi']
     """
     names = set(names)
-    unknown = sorted(names - set(METRICS))
-    if unknown:
-        raise InputError(f"metrics: unknown {unknown}; expected some of {list(METRICS)}")
+    for name in sorted(names):
+        METRICS.lookup(name)  # an unknown name: the registries' one error
     return [metric for name, metric in METRICS.items() if name in names]
 
 

@@ -34,6 +34,7 @@ from dml_core.gpu_check.report import (
     write_report,
 )
 from dml_core.output_paths import REPOSITORY_ROOT
+from dml_core.registry import Registry
 
 
 def build_parser(parts: Mapping[str, Part]) -> argparse.ArgumentParser:
@@ -64,9 +65,11 @@ def chosen_parts(text: str | None, parts: Mapping[str, Part]) -> list[str]:
     if text is None:
         return list(parts)
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in parts]
-    if unknown or not names:
+    if not names:
         raise InputError(f"--parts: expected names among {', '.join(parts)}, found {text!r}")
+    registry = parts if isinstance(parts, Registry) else Registry("part", "--parts", parts)
+    for name in names:
+        registry.lookup(name)
     return [name for name in parts if name in names]
 
 

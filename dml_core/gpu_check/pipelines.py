@@ -23,19 +23,20 @@ from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.sources.embedded import DATASET
-from dml_core.data.transforms import TransformConfig
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB, InputSpec
+from dml_core.recipe import TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
 
 KEYS = 64  # (position, seed) pairs per configuration: the first images, seeds 1000 + position
-CONFIGURATIONS: dict[str, tuple[TransformConfig, InputSpec]] = {
+# Random crops of the resized image: the cache path gives the PIL path's batches there (random resized crops differ).
+CONFIGURATIONS: dict[str, tuple[TransformSettings, InputSpec]] = {
     "shorter_side 40, crop 32, flips, Caffe BGR": (
-        TransformConfig(resize_mode="shorter_side", resize=40, crop_size=32),
+        TransformSettings(resize_mode="shorter_side", resize=40, train_crop="random_crop", crop_size=32),
         CAFFE_BGR,
     ),
     "squash 40, crop 24, flips, torchvision RGB": (
-        TransformConfig(resize_mode="squash", resize=40, crop_size=24),
+        TransformSettings(resize_mode="squash", resize=40, train_crop="random_crop", crop_size=24),
         IMAGENET_RGB,
     ),
 }

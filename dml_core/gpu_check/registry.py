@@ -14,8 +14,9 @@ from dml_core.gpu_check.pipelines import run_pipelines
 from dml_core.gpu_check.resume import run_resume
 from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun
+from dml_core.registry import Registry
 
-PARTS: dict[str, Part] = {
+_PARTS = {
     part.name: part
     for part in (
         Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity),
@@ -29,3 +30,4 @@ PARTS: dict[str, Part] = {
         Part("mini", "one paper's mini tier (seed 0): gains and time", run_mini),
     )
 }
+PARTS: Registry[Part] = Registry("part", "--parts", _PARTS)

@@ -30,6 +30,7 @@ from dml_core.linear.mahalanobis import metric_to_transform
 from dml_core.linear.neighbour_sets import different_class_sets, nearest_same_class_sets, same_class_sets
 from dml_core.linear.pnca import pnca_objective
 from dml_core.linear.solver import SolverConfig, SolverResult, minimise_over_psd
+from dml_core.registry import Registry
 
 DEFAULT_SOLVER = SolverConfig()
 
@@ -170,13 +171,14 @@ FitFunction = Callable[..., LinearFit]
 # METHODS[method] gives one point at a time.
 ManyFitFunction = Callable[..., list[LinearFit]]
 
-METHODS: dict[str, FitFunction] = {
+_FITS: dict[str, FitFunction] = {
     "euclidean": fit_euclidean,
     "nca": fit_nca,
     "lanml_plus": fit_lanml_plus,
     "lanml_minus": fit_lanml_minus,
     "pnca": fit_pnca,
 }
+METHODS: Registry[FitFunction] = Registry("linear method", "method", _FITS)
 
 # Methods whose grid search fits every grid point of a fold at once (batched solver).
 MANY_FITS: dict[str, ManyFitFunction] = {"lanml_plus": fit_lanml_many, "lanml_minus": fit_lanml_many}

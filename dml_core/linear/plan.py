@@ -21,7 +21,8 @@ from dml_core.errors import InputError
 from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.protocol import N_FOLDS, thin_grid
 from dml_core.linear.solver import SolverConfig
-from dml_core.linear.uci import get_uci_dataset
+from dml_core.linear.uci import UCI_DATASETS, get_uci_dataset, uci_key
+from dml_core.registry import Registry
 from dml_core.schema import StrictModel, load_yaml_model
 from dml_core.vocabulary import PaperKey
 
@@ -29,12 +30,11 @@ LINEAR_PLANS_FOLDER = "linear"
 
 # The methods Table 2 prints and we run, with the slug of their published row ids (``dml_core.published``).
 # Euclidean kNN is not a Table 2 column, so it has no row to reproduce.
-TABLE2_ROW_SLUGS: dict[str, str] = {
-    "nca": "nca",
-    "pnca": "pnca",
-    "lanml_plus": "lanml-plus",
-    "lanml_minus": "lanml-minus",
-}
+TABLE2_ROW_SLUGS: Registry[str] = Registry(
+    "Table 2 method",
+    "methods",
+    {"nca": "nca", "pnca": "pnca", "lanml_plus": "lanml-plus", "lanml_minus": "lanml-minus"},
+)
 
 TABLE2_ID = "table2"
 
@@ -45,9 +45,7 @@ def table2_row_id(method: str, dataset: str) -> str:
     >>> table2_row_id("lanml_minus", "Iris")
     'lanml-minus-uci-iris'
     """
-    if method not in TABLE2_ROW_SLUGS:
-        raise InputError(f"method: expected one of {', '.join(TABLE2_ROW_SLUGS)} (a Table 2 column), found {method!r}")
-    return f"{TABLE2_ROW_SLUGS[method]}-uci-{get_uci_dataset(dataset).name.lower()}"
+    return f"{TABLE2_ROW_SLUGS.lookup(method, field='method')}-uci-{get_uci_dataset(dataset).name.lower()}"
 
 
 class LinearSmoke(StrictModel):
@@ -75,17 +73,16 @@ class LinearPlan(StrictModel):
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, value: str) -> str:
-        try:
-            return get_uci_dataset(value).name
-        except InputError as error:
-            raise ValueError(str(error)) from None
+        if uci_key(value) not in UCI_DATASETS:  # pydantic's message names the field
+            raise ValueError(UCI_DATASETS.unknown(value))
+        return get_uci_dataset(value).name
 
     @field_validator("methods")
     @classmethod
     def _table2_methods(cls, value: list[str]) -> list[str]:
         unknown = [method for method in value if method not in TABLE2_ROW_SLUGS]
         if unknown:
-            raise ValueError(f"expected methods among {', '.join(TABLE2_ROW_SLUGS)}, found {unknown}")
+            raise ValueError("; ".join(TABLE2_ROW_SLUGS.unknown(method) for method in unknown))
         return value
 
 

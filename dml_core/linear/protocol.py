@@ -302,8 +302,7 @@ def run_protocol_on_arrays(
 
 def _checked_grid(method: str, k_rule: str, n_splits: int, grid: Grid | None) -> Grid:
     """The grid to search (``None``: the paper's), once the method, the k rule and the split count are known."""
-    if method not in METHODS:
-        raise InputError(f"method: expected one of {', '.join(METHODS)}, found {method!r}")
+    METHODS.lookup(method)
     if k_rule not in K_RULES:
         raise InputError(f"k_rule: expected one of {', '.join(K_RULES)}, found {k_rule!r}")
     if n_splits < 1:

@@ -24,6 +24,7 @@ from sklearn import datasets
 
 from dml_core.atomic_io import atomic_write
 from dml_core.errors import InputError
+from dml_core.registry import Registry
 
 OPENML_HOST = "api.openml.org"
 CONNECT_TIMEOUT_S = 5.0
@@ -53,7 +54,7 @@ class UciDataset:
 
 _NO_PUBLIC_COPY = "no stable public copy with this shape is known to us: supply a CSV (features..., label)"
 
-UCI_DATASETS: dict[str, UciDataset] = {
+_UCI_SETS: dict[str, UciDataset] = {
     d.name: d
     for d in (
         UciDataset("Australian", Shape(690, 14, 2), "openml", openml_id=40981),
@@ -95,14 +96,17 @@ UCI_DATASETS: dict[str, UciDataset] = {
         UciDataset("Usps", Shape(9298, 256, 10), "openml", openml_id=41082),
     )
 }
+UCI_DATASETS: Registry[UciDataset] = Registry("UCI data set", "dataset", _UCI_SETS)
 
 
 def get_uci_dataset(name: str) -> UciDataset:
     """The registry entry for ``name`` (case-insensitive)."""
-    for key, dataset in UCI_DATASETS.items():
-        if key.lower() == name.lower():
-            return dataset
-    raise InputError(f"data set: expected one of {', '.join(UCI_DATASETS)}, found {name!r}")
+    return UCI_DATASETS.lookup(uci_key(name))
+
+
+def uci_key(name: str) -> str:
+    """The registered spelling of ``name`` (case-insensitive); ``name`` itself where none matches."""
+    return next((key for key in UCI_DATASETS if key.lower() == str(name).lower()), name)
 
 
 def cache_path(name: str, root: str | Path) -> Path:

@@ -35,6 +35,7 @@ from dml_core.losses.proxy_anchor import ProxyAnchorLoss
 from dml_core.losses.proxy_nca import ProxyNCALoss
 from dml_core.losses.ranked_list import RankedListLoss
 from dml_core.losses.triplet import TripletLoss
+from dml_core.registry import Registry
 
 LOSS_CLASSES: tuple[type[MetricLoss], ...] = (
     ContrastiveLoss,
@@ -58,7 +59,7 @@ LOSS_CLASSES: tuple[type[MetricLoss], ...] = (
 )
 # cgml's regulariser wraps a base loss; both names, since recipes say "cgml" and the term is "graph consistency"
 ALIASES = {"graph_consistency": GraphConsistencyLoss}
-LOSSES: dict[str, type[MetricLoss]] = {cls.name: cls for cls in LOSS_CLASSES} | ALIASES
+LOSSES: Registry[type[MetricLoss]] = Registry("loss", "loss.name", {cls.name: cls for cls in LOSS_CLASSES} | ALIASES)
 
 # What a run fills in (``with_run_values``); a recipe may set them, never has to.
 RUN_VALUES = ("num_classes", "embedding_dim", "group_sizes", "images_per_class")
@@ -74,7 +75,7 @@ def loss_parameters(name: str) -> dict[str, inspect.Parameter]:
     >>> list(loss_parameters("cgml"))[:4]
     ['base', 'base_params', 'num_classes', 'embedding_dim']
     """
-    return dict(_recipe_parameters(LOSSES[name]))
+    return dict(_recipe_parameters(LOSSES.lookup(name)))
 
 
 @cache
@@ -126,8 +127,7 @@ def build_loss(name: str, **params: Any) -> nn.Module:
     >>> build_loss("cgml", base="triplet", base_params={"margin": 0.1}).base.margin
     0.1
     """
-    if name not in LOSSES:
-        raise InputError(f"loss: unknown loss {name!r}; known losses: {', '.join(sorted(LOSSES))}")
+    cls = LOSSES.lookup(name)
     accepted = loss_parameters(name)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
@@ -135,7 +135,6 @@ def build_loss(name: str, **params: Any) -> nn.Module:
     missing = [k for k, p in accepted.items() if p.default is inspect.Parameter.empty and k not in params]
     if missing:
         raise InputError(f"loss {name!r}: missing required parameter(s) {', '.join(missing)}")
-    cls = LOSSES[name]
     if issubclass(cls, CompositeLoss):
         return cls.from_recipe(partial(build_base_loss, name), **params)
     return cls(**params)

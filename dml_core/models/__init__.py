@@ -8,12 +8,13 @@ optimizer = torch.optim.Adam(parameter_groups(model, lr=1e-5, new_layer_lr_multi
 from dml_core.models.backbones import BACKBONES, PRETRAINED, RANDOM, Backbone, build_backbone
 from dml_core.models.embedding_model import EmbeddingModel
 from dml_core.models.freezing import BackboneWarmup, freeze_batchnorm
-from dml_core.models.heads import LinearEmbedding, MultiLevelFusionHead, RelationalHead, RelationalOutput
+from dml_core.models.heads import HEADS, LinearEmbedding, MultiLevelFusionHead, RelationalHead, RelationalOutput
 from dml_core.models.param_groups import parameter_groups
 from dml_core.models.pooling import POOLING_MODES, GlobalPool, global_pool
 
 __all__ = [
     "BACKBONES",
+    "HEADS",
     "POOLING_MODES",
     "PRETRAINED",
     "RANDOM",

@@ -6,13 +6,33 @@ Proxy-Anchor code it builds on (not their concatenation): the feature size stays
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import torch
 from torch import nn
 
+from dml_core.registry import Registry
+
 PoolingMode = Literal["avg", "max", "avg+max"]
-POOLING_MODES: tuple[str, ...] = ("avg", "max", "avg+max")
+
+
+def _avg(feature_map: torch.Tensor) -> torch.Tensor:
+    return feature_map.mean(dim=(2, 3))
+
+
+def _max(feature_map: torch.Tensor) -> torch.Tensor:
+    return feature_map.amax(dim=(2, 3))
+
+
+def _avg_plus_max(feature_map: torch.Tensor) -> torch.Tensor:
+    return feature_map.mean(dim=(2, 3)) + feature_map.amax(dim=(2, 3))
+
+
+POOLINGS: Registry[Callable[[torch.Tensor], torch.Tensor]] = Registry(
+    "pooling", "model.pooling", {"avg": _avg, "max": _max, "avg+max": _avg_plus_max}
+)
+POOLING_MODES: tuple[str, ...] = tuple(POOLINGS)
 
 
 def global_pool(feature_map: torch.Tensor, mode: PoolingMode) -> torch.Tensor:
@@ -22,13 +42,7 @@ def global_pool(feature_map: torch.Tensor, mode: PoolingMode) -> torch.Tensor:
     >>> [global_pool(x, m).item() for m in ("avg", "max", "avg+max")]
     [3.0, 6.0, 9.0]
     """
-    if mode == "avg":
-        return feature_map.mean(dim=(2, 3))
-    if mode == "max":
-        return feature_map.amax(dim=(2, 3))
-    if mode == "avg+max":
-        return feature_map.mean(dim=(2, 3)) + feature_map.amax(dim=(2, 3))
-    raise ValueError(f"pooling: expected one of {POOLING_MODES}, found {mode!r}")
+    return POOLINGS.lookup(mode)(feature_map)
 
 
 class GlobalPool(nn.Module):
@@ -36,12 +50,11 @@ class GlobalPool(nn.Module):
 
     def __init__(self, mode: PoolingMode = "avg") -> None:
         super().__init__()
-        if mode not in POOLING_MODES:
-            raise ValueError(f"pooling: expected one of {POOLING_MODES}, found {mode!r}")
+        self.reduce = POOLINGS.lookup(mode)  # looked up once: forward calls a plain function (torch.compile traces it)
         self.mode = mode
 
     def forward(self, feature_map: torch.Tensor) -> torch.Tensor:
-        return global_pool(feature_map, self.mode)
+        return self.reduce(feature_map)
 
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}"

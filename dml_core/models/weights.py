@@ -27,6 +27,7 @@ from torch.hub import download_url_to_file
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
+from dml_core.registry import Registry
 
 RANDOM_INIT = "random init"
 """The weights identity recorded when a recipe or smoke mode asks for random initialisation."""
@@ -56,7 +57,7 @@ class WeightFile:
 # ones for ResNet-50, two for GoogLeNet (one of them DARPA D3M's primitive installation manifest), one for
 # BN-Inception. Each begins with the prefix its publisher put in the file name (8 or 9 hex digits), which a digest
 # of any other file would match only by a 1-in-4e9 chance.
-WEIGHT_FILES: dict[str, WeightFile] = {
+_FILES: dict[str, WeightFile] = {
     "bn_inception": WeightFile(
         file_name="bn_inception-52deb4733.pth",
         sha256="52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353",
@@ -79,6 +80,7 @@ WEIGHT_FILES: dict[str, WeightFile] = {
         note="torchvision ResNet50_Weights.IMAGENET1K_V1 = timm 'resnet50.tv_in1k' (BSD-3)",
     ),
 }
+WEIGHT_FILES: Registry[WeightFile] = Registry("backbone with a weight file", "model.backbone", _FILES)
 
 
 def weights_cache_dir() -> Path:

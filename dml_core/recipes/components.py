@@ -25,7 +25,7 @@ from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
 from dml_core.losses import LOSSES, CompositeLoss, loss_parameters
 from dml_core.losses.registry import RUN_VALUES
-from dml_core.models import LinearEmbedding, MultiLevelFusionHead, RelationalHead
+from dml_core.models import HEADS
 from dml_core.recipe import Recipe
 from dml_core.recipes.settings_tree import origin_of
 
@@ -34,31 +34,31 @@ Problem = tuple[tuple[str, ...], str]  # (field path, message)
 # Filled in by the builders from the run; a recipe may set them, never has to.
 DERIVED_LOSS_PARAMETERS = frozenset(RUN_VALUES)
 NESTED_LOSS = ("base", "base_params")  # a composite loss names its base loss and that loss's parameters
-HEADS: dict[str, tuple[Callable, frozenset[str]]] = {
-    "linear": (LinearEmbedding, frozenset({"in_dim", "dim", "normalize"})),
-    "multi_level_fusion": (MultiLevelFusionHead, frozenset({"level_dims", "dim", "normalize"})),
-    "relational": (RelationalHead, frozenset({"in_dim", "normalize"})),
-}
-HEAD_EXTRA_PARAMETERS = {"multi_level_fusion": {"levels": list[str]}}  # read by the builder, not the class
 
 
 def component_problems(recipe: Recipe) -> list[Problem]:
     """Every problem with the recipe's loss, sampler (its smoke parameters included), head and dataset."""
     problems: list[Problem] = []
     if recipe.data.dataset not in DATASETS:
-        problems.append((("data", "dataset"), f"unknown dataset {recipe.data.dataset!r}; known: {_names(DATASETS)}"))
+        problems.append((("data", "dataset"), DATASETS.unknown(recipe.data.dataset)))
     problems += _loss_problems(recipe.loss.name, dict(recipe.loss.params), ("loss",))
     sampler, params = recipe.sampler.name, dict(recipe.sampler.params)
     if sampler not in SAMPLERS:
-        problems.append((("sampler", "name"), f"unknown sampler {sampler!r}; known: {_names(SAMPLERS)}"))
+        problems.append((("sampler", "name"), SAMPLERS.unknown(sampler)))
     else:
         accepted, derived = _accepted(SAMPLERS[sampler]), frozenset({"labels", "seed"})
         problems += _parameter_problems(accepted, params, derived, ("sampler", "params"), sampler)
         smoke = {**params, **recipe.smoke.sampler_params}
         problems += _parameter_problems(accepted, smoke, derived, ("smoke", "sampler_params"), sampler)
     head = recipe.model.head
-    cls, derived = HEADS[head.name]
-    problems += _parameter_problems(_accepted(cls), dict(head.params), derived, ("model", "head", "params"), head.name)
+    if head.name not in HEADS:
+        problems.append((("model", "head", "name"), HEADS.unknown(head.name)))
+    else:
+        kind = HEADS[head.name]
+        where = ("model", "head", "params")
+        problems += _parameter_problems(
+            _accepted(kind.cls), dict(head.params), kind.derived, where, head.name, kind.extra
+        )
     return list(dict.fromkeys(problems))
 
 
@@ -80,7 +80,7 @@ def check_components(recipe: Recipe, origins: Mapping[tuple[str, ...], str], fil
 
 def _loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
     if name not in LOSSES:
-        return [((*where, "name"), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
+        return [((*where, "name"), LOSSES.unknown(name))]
     problems = _parameter_problems(loss_parameters(name), params, DERIVED_LOSS_PARAMETERS, (*where, "params"), name)
     base, base_params = NESTED_LOSS
     if issubclass(LOSSES[name], CompositeLoss) and isinstance(params.get(base), str):
@@ -92,7 +92,7 @@ def _loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) ->
 
 def _nested_loss_problems(name: str, params: dict[str, Any], where: tuple[str, ...]) -> list[Problem]:
     if name not in LOSSES:
-        return [((*where, NESTED_LOSS[0]), f"unknown loss {name!r}; known: {_names(LOSSES)}")]
+        return [((*where, NESTED_LOSS[0]), LOSSES.unknown(name))]
     if issubclass(LOSSES[name], CompositeLoss):
         return [((*where, NESTED_LOSS[0]), f"base must be a plain loss, not the composite {name!r}")]
     owner = (*where, NESTED_LOSS[1])
@@ -105,9 +105,11 @@ def _parameter_problems(
     derived: frozenset[str],
     where: tuple[str, ...],
     name: str,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[Problem]:
-    """Unknown, missing and mistyped ``params`` of the component ``name``, which accepts ``accepted``."""
-    extra = HEAD_EXTRA_PARAMETERS.get(name, {})
+    """Unknown, missing and mistyped ``params`` of the component ``name``, which accepts ``accepted`` (and
+    ``extra``: name -> type, read by its builder)."""
+    extra = extra or {}
     settable = [key for key in accepted if key not in derived] + list(extra)
     problems: list[Problem] = []
     for key in params:
@@ -161,7 +163,3 @@ def _type_problem(annotation: Any, value: Any) -> str | None:
     except ValidationError as error:
         return "; ".join(item["msg"] for item in error.errors())
     return None
-
-
-def _names(registry: Mapping[str, Any]) -> str:
-    return ", ".join(sorted(registry))

@@ -31,7 +31,6 @@ from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.runner.plan import PlannedRun
-from dml_core.training.builders import transform_config
 from dml_core.training.loaders import loader_workers, worker_context
 
 # Disk left free after a cache is written: room for the runs' checkpoints (40-230 MB each) and results.
@@ -79,7 +78,7 @@ def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, devic
         if spec.generated or not wants_cache(recipe.data, kind):
             continue
         root = resolve_data_root(data_root, recipe.data.root)
-        config = transform_config(recipe)
+        config = recipe.data.transforms
         key = (spec.name, root, config.resize_mode, config.resize)
         if key in current:
             continue

@@ -17,7 +17,6 @@ from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.components import located_problems
 from dml_core.runner.linear import LinearRun
 from dml_core.runner.plan import PlannedRun
-from dml_core.training.builders import transform_config
 from dml_core.training.distributed import Process
 from dml_core.writable import require_writable_file, require_writable_folder
 
@@ -46,7 +45,7 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
             )
         elif recipe.data.pipeline == "cache" and not spec.generated and Process.from_environment().active:
             # one process prepares it in the preflight (``cache_preparation``), ranks of several do not
-            config = transform_config(recipe)
+            config = recipe.data.transforms
             problem = cache_problem(spec.name, root, "train", config.resize_mode, config.resize)
             if problem:
                 problems.append(f"{plan.recipe_path}: data.pipeline cache: {problem}")

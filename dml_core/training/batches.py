@@ -15,7 +15,6 @@ from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
 from dml_core.recipe import Recipe
-from dml_core.training import builders
 from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
@@ -87,7 +86,7 @@ def build_batch_source(
     if choice.pipeline == "pil":
         workers = loader_workers(recipe.data.num_workers)
         return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots, choice)
-    config = builders.transform_config(recipe)
+    config = recipe.data.transforms
     if cache is None:  # set so by the recipe, and missing: refused, saying what to run
         cache = load_cache(recipe.data.dataset, root, "train", config.resize_mode, config.resize)
     augmentation = BatchAugmentation(cache.to(device), model.input_spec, config)
@@ -102,7 +101,7 @@ def pipeline_for_run(
     settings = recipe.data
     if not wants_cache(settings, device_type):
         return choose_pipeline(settings, device_type, None, 0, device_bytes), None
-    config = builders.transform_config(recipe)
+    config = recipe.data.transforms
     ensure_generated_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
     problem = cache_problem(settings.dataset, root, "train", config.resize_mode, config.resize)
     cache = None if problem else load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from dml_core.data import SAMPLERS, ImageDataset, TransformConfig, build_transform, load_split
+from dml_core.data import SAMPLERS, ImageDataset, build_transform, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
@@ -17,10 +17,8 @@ from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.losses import build_loss, with_run_values
 from dml_core.models import (
+    HEADS,
     EmbeddingModel,
-    LinearEmbedding,
-    MultiLevelFusionHead,
-    RelationalHead,
     build_backbone,
     glyph_pretraining,
 )
@@ -68,22 +66,8 @@ def build_model(recipe: Recipe, data_root: Path | None = None) -> EmbeddingModel
         )
     else:
         backbone = build_backbone(settings.backbone, weights=settings.weights, width=settings.width)
-    params = dict(settings.head.params)
-    if settings.head.name == "linear":
-        head = LinearEmbedding(backbone.feature_dim, settings.embedding_dim, normalize=settings.normalize, **params)
-    elif settings.head.name == "multi_level_fusion":
-        levels = params.pop("levels", list(backbone.level_names[-3:]))
-        unknown = sorted(set(levels) - set(backbone.level_names))
-        if unknown:
-            raise InputError(f"model.head.params.levels: {unknown} not in {settings.backbone}'s {backbone.level_names}")
-        head = MultiLevelFusionHead(
-            {level: backbone.level_dims[level] for level in levels},
-            settings.embedding_dim,
-            normalize=settings.normalize,
-            **params,
-        )
-    else:  # relational
-        head = RelationalHead(backbone.feature_dim, normalize=settings.normalize, **params)
+    kind = HEADS.lookup(settings.head.name)
+    head = kind.build(backbone, settings.embedding_dim, settings.normalize, dict(settings.head.params))
     return EmbeddingModel(backbone, settings.pooling, head, frozen_bn=settings.frozen_bn)
 
 
@@ -115,29 +99,16 @@ def build_loss_for(
 
 def build_sampler(recipe: Recipe, labels: np.ndarray):
     name = recipe.sampler.name
-    if name not in SAMPLERS:
-        raise InputError(f"sampler.name: expected one of {sorted(SAMPLERS)}, found {name!r}")
+    sampler = SAMPLERS.lookup(name)
     try:
-        return SAMPLERS[name](labels, seed=recipe.training.seed, **recipe.sampler.params)
+        return sampler(labels, seed=recipe.training.seed, **recipe.sampler.params)
     except TypeError as error:
         raise InputError(f"sampler {name!r}: bad parameters {recipe.sampler.params}: {error}") from None
 
 
-def transform_config(recipe: Recipe) -> TransformConfig:
-    settings = recipe.data.transforms
-    return TransformConfig(
-        resize_mode=settings.resize_mode,
-        resize=settings.resize,
-        train_crop=settings.train_crop,
-        crop_size=settings.crop_size,
-        rrc_scale=tuple(settings.rrc_scale),
-        hflip=settings.hflip,
-    )
-
-
 def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
     """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
-    config = transform_config(recipe)
+    config = recipe.data.transforms
     ensure_generated(recipe.data.dataset, root)
     train_split = load_split(recipe.data.dataset, root, "train")
     train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from dml_core.models import parameter_groups
 from dml_core.recipe import OptimizerSettings, ScheduleSettings
+from dml_core.registry import Registry
 
-OPTIMIZERS = {
-    "sgd": torch.optim.SGD,
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "rmsprop": torch.optim.RMSprop,
-}
+OPTIMIZERS: Registry[type[torch.optim.Optimizer]] = Registry(
+    "optimizer",
+    "optimizer.name",
+    {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop},
+)
 
 
 def build_optimizer(
@@ -35,7 +36,7 @@ def build_optimizer(
             }
         )
     extra = {"momentum": settings.momentum} if settings.name in ("sgd", "rmsprop") else {}
-    return OPTIMIZERS[settings.name](groups, lr=settings.lr, **extra)
+    return OPTIMIZERS.lookup(settings.name)(groups, lr=settings.lr, **extra)
 
 
 def lr_factor(settings: ScheduleSettings, iteration: int, iterations_per_unit: int) -> float:
@@ -45,12 +46,25 @@ def lr_factor(settings: ScheduleSettings, iteration: int, iterations_per_unit: i
     >>> [lr_factor(s, i, 1) for i in range(6)]
     [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
     """
-    unit = iteration // iterations_per_unit
-    if settings.name == "step":
-        return settings.gamma ** (unit // settings.step_size)
-    if settings.name == "multistep":
-        return settings.gamma ** bisect.bisect_right(sorted(settings.milestones), unit)
+    return SCHEDULES.lookup(settings.name)(settings, iteration // iterations_per_unit)
+
+
+def _constant(settings: ScheduleSettings, unit: int) -> float:
     return 1.0
+
+
+def _step(settings: ScheduleSettings, unit: int) -> float:
+    return settings.gamma ** (unit // settings.step_size)
+
+
+def _multistep(settings: ScheduleSettings, unit: int) -> float:
+    return settings.gamma ** bisect.bisect_right(sorted(settings.milestones), unit)
+
+
+# A schedule: (its settings, the units run so far) -> the factor of every group's base learning rate.
+SCHEDULES: Registry[Callable[[ScheduleSettings, int], float]] = Registry(
+    "schedule", "schedule.name", {"constant": _constant, "step": _step, "multistep": _multistep}
+)
 
 
 def build_scheduler(

@@ -31,3 +31,11 @@ def test_corrupt_file_and_offline_fetch_are_one_line_errors(tmp_path, monkeypatc
     assert main(["weights", "--fetch", "bn_inception"]) == 2
     assert "Downloads are off" in capsys.readouterr().err
     assert main(["weights", "vgg"]) == 2
+
+
+def test_an_unknown_backbone_argument_is_named_as_typed_with_the_known_ones(capsys):
+    assert main(["weights", "googlenet", "vgg16"]) == 2
+    expected = (
+        "BACKBONE: unknown backbone with a weight file 'vgg16'; expected one of bn_inception, googlenet, resnet50"
+    )
+    assert expected in capsys.readouterr().err

@@ -9,8 +9,8 @@ from torchvision.transforms import v2
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ImageCache
 from dml_core.data.samplers import SAMPLERS
-from dml_core.data.transforms import TransformConfig
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
+from dml_core.recipe import TransformSettings
 from tests.cuda_guards.cuda_kernels import CudaGuard
 
 LABELS = np.repeat(np.arange(6), 5)
@@ -51,8 +51,8 @@ def _cache() -> ImageCache:
 @pytest.mark.parametrize(
     ("config", "spec"),
     [
-        (TransformConfig(resize_mode="squash", resize=40, crop_size=32), CAFFE_BGR),
-        (TransformConfig(resize=40, crop_size=24, train_crop="random_resized_crop"), IMAGENET_RGB),
+        (TransformSettings(resize_mode="squash", resize=40, train_crop="random_crop", crop_size=32), CAFFE_BGR),
+        (TransformSettings(resize=40, crop_size=24, train_crop="random_resized_crop"), IMAGENET_RGB),
     ],
 )
 def test_batch_augmentation_runs_as_cuda_would(config, spec):

@@ -7,16 +7,19 @@ import torch
 from dml_core.data import ImageDataset, build_transform, load_split
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import build_cache, load_cache
-from dml_core.data.transforms import TransformConfig
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
+from dml_core.recipe import TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
 
 
 @pytest.mark.parametrize(
     ("config", "spec"),
     [
-        (TransformConfig(resize_mode="shorter_side", resize=40, crop_size=32), CAFFE_BGR),
-        (TransformConfig(resize_mode="squash", resize=40, crop_size=24, hflip=False), IMAGENET_RGB),
+        (TransformSettings(resize_mode="shorter_side", resize=40, train_crop="random_crop", crop_size=32), CAFFE_BGR),
+        (
+            TransformSettings(resize_mode="squash", resize=40, train_crop="random_crop", crop_size=24, hflip=False),
+            IMAGENET_RGB,
+        ),
     ],
 )
 def test_identical_tensors_for_the_same_keys(odd_sized_cub, config, spec):
@@ -36,7 +39,7 @@ def test_identical_tensors_for_the_same_keys(odd_sized_cub, config, spec):
 def test_random_resized_crops_draw_torchvisions_boxes_and_resize_like_it(odd_sized_cub):
     # RandomResizedCrop on a cached image: the same boxes (torchvision's sampler, same seeds) and kernels as the
     # PIL path would use on an image of that size.
-    config = TransformConfig(resize_mode="squash", resize=40, crop_size=24, train_crop="random_resized_crop")
+    config = TransformSettings(resize_mode="squash", resize=40, crop_size=24, train_crop="random_resized_crop")
     build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
     augment = BatchAugmentation(load_cache("cub200", odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
     boxes, _ = augment.draw([40] * 2000, [40] * 2000, list(range(2000)))
@@ -47,7 +50,7 @@ def test_random_resized_crops_draw_torchvisions_boxes_and_resize_like_it(odd_siz
 
 
 def test_crop_positions_cover_the_image_uniformly(odd_sized_cub):
-    config = TransformConfig(resize_mode="squash", resize=40, crop_size=32)
+    config = TransformSettings(resize_mode="squash", resize=40, train_crop="random_crop", crop_size=32)
     build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
     augment = BatchAugmentation(load_cache("cub200", odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
     boxes, flips = augment.draw([40] * 4500, [40] * 4500, list(range(4500)))

@@ -16,8 +16,9 @@ from dml_core.data.image_cache import (
     load_cache,
 )
 from dml_core.data.prepare import ensure_generated
-from dml_core.data.transforms import TransformConfig, resize_step
+from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
+from dml_core.recipe import TransformSettings
 from dml_core.training.loaders import worker_context
 from tests.test_atomic_io import dead_pid
 
@@ -27,7 +28,7 @@ def test_cache_holds_the_pil_paths_resized_pixels(odd_sized_cub, mode):
     build_cache("cub200", odd_sized_cub, "train", mode, 40, progress=False)
     cache = load_cache("cub200", odd_sized_cub, "train", mode, 40)
     split = load_split("cub200", odd_sized_cub, "train")
-    resize = resize_step(TransformConfig(resize_mode=mode, resize=40))
+    resize = resize_step(TransformSettings(resize_mode=mode, resize=40))
     assert len(cache) == len(split)
     for position, path in enumerate(split.paths):
         expected = resize(v2.functional.to_image(load_image(path)))

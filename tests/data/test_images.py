@@ -7,9 +7,10 @@ from torch.utils.data import DataLoader
 from dml_core.data.images import ImageDataset, load_image
 from dml_core.data.index import SplitIndex
 from dml_core.data.samplers import PKSampler
-from dml_core.data.transforms import TransformConfig, build_transform
+from dml_core.data.transforms import build_transform
 from dml_core.errors import InputError
 from dml_core.input_spec import CAFFE_BGR
+from dml_core.recipe import TransformSettings
 from tests.data.layouts import write_jpeg
 
 
@@ -39,7 +40,9 @@ def test_dataset_items_and_a_dataloader_with_a_batch_sampler(tmp_path):
         write_jpeg(tmp_path / f"{i}.jpg", i, size=(40, 30))
         paths.append(f"{i}.jpg")
     split = SplitIndex("tiny", "train", tmp_path, tuple(paths), np.array([5, 5, 6, 6, 7, 7, 8, 8]))
-    transform = build_transform(CAFFE_BGR, TransformConfig(resize=32, crop_size=24), train=True)
+    transform = build_transform(
+        CAFFE_BGR, TransformSettings(resize=32, crop_size=24, train_crop="random_crop"), train=True
+    )
     dataset = ImageDataset(split, transform)
     image, label, index = dataset[3]
     assert image.shape == (3, 24, 24) and (label, index) == (6, 3)

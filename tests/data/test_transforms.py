@@ -1,12 +1,15 @@
+import re
+
 import numpy as np
 import pytest
 import torch
 from PIL import Image
+from pydantic import ValidationError
 from torchvision.transforms import v2
 
-from dml_core.data.transforms import TransformConfig, build_transform
-from dml_core.errors import InputError
+from dml_core.data.transforms import build_transform
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
+from dml_core.recipe import DataSettings, TransformSettings
 
 
 def _solid(rgb, size=(300, 260)):
@@ -14,7 +17,7 @@ def _solid(rgb, size=(300, 260)):
 
 
 def test_caffe_bgr_is_bgr_0_255_minus_mean():
-    out = build_transform(CAFFE_BGR, TransformConfig(), train=False)(_solid((200, 100, 50)))
+    out = build_transform(CAFFE_BGR, TransformSettings(), train=False)(_solid((200, 100, 50)))
     assert out.shape == (3, 224, 224) and out.dtype == torch.float32
     # x/255*255 in float32 is within an ulp of x
     torch.testing.assert_close(out[:, 0, 0], torch.tensor([50.0 - 104.0, 100.0 - 117.0, 200.0 - 128.0]))
@@ -22,7 +25,7 @@ def test_caffe_bgr_is_bgr_0_255_minus_mean():
 
 
 def test_imagenet_rgb_is_0_1_standardised():
-    out = build_transform(IMAGENET_RGB, TransformConfig(), train=False)(_solid((200, 100, 50)))
+    out = build_transform(IMAGENET_RGB, TransformSettings(), train=False)(_solid((200, 100, 50)))
     expected = (torch.tensor([200.0, 100.0, 50.0]) / 255 - torch.tensor(IMAGENET_RGB.mean)) / torch.tensor(
         IMAGENET_RGB.std
     )
@@ -39,15 +42,17 @@ def _top_band_image():
 
 def test_squash_keeps_the_whole_frame_shorter_side_crops_the_middle():
     config = dict(resize=32, crop_size=32)
-    squash = build_transform(IMAGENET_RGB, TransformConfig(resize_mode="squash", **config), train=False)
-    shorter = build_transform(IMAGENET_RGB, TransformConfig(resize_mode="shorter_side", **config), train=False)
+    squash = build_transform(IMAGENET_RGB, TransformSettings(resize_mode="squash", **config), train=False)
+    shorter = build_transform(IMAGENET_RGB, TransformSettings(resize_mode="shorter_side", **config), train=False)
     red = (1.0 - 0.485) / 0.229
     assert squash(_top_band_image())[0, 2, 16] == pytest.approx(red, abs=1e-4)  # top quarter still there
     assert shorter(_top_band_image())[0].max() < 0  # shorter side 32 -> 32x64, centre crop drops the band
 
 
 def test_train_random_crop_is_random_and_seeded():
-    transform = build_transform(CAFFE_BGR, TransformConfig(resize=64, crop_size=48), train=True)
+    transform = build_transform(
+        CAFFE_BGR, TransformSettings(resize=64, crop_size=48, train_crop="random_crop"), train=True
+    )
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (70, 90, 3), dtype=np.uint8))
     torch.manual_seed(1)
     first = transform(image)
@@ -58,7 +63,7 @@ def test_train_random_crop_is_random_and_seeded():
 
 
 def test_random_resized_crop_uses_the_scale_range_and_skips_the_resize():
-    config = TransformConfig(train_crop="random_resized_crop", rrc_scale=(0.3, 0.9))
+    config = TransformSettings(train_crop="random_resized_crop", rrc_scale=(0.3, 0.9))
     transform = build_transform(IMAGENET_RGB, config, train=True)
     crops = [step for step in transform.transforms if isinstance(step, v2.RandomResizedCrop)]
     assert len(crops) == 1 and crops[0].scale == (0.3, 0.9) and tuple(crops[0].size) == (224, 224)
@@ -70,9 +75,9 @@ def test_hflip_switch():
     pixels = np.zeros((32, 32, 3), dtype=np.uint8)
     pixels[:, :16, 0] = 255  # left half red
     image = Image.fromarray(pixels)
-    config = dict(resize=32, crop_size=32, resize_mode="squash")
-    flipping = build_transform(CAFFE_BGR, TransformConfig(hflip=True, **config), train=True)
-    fixed = build_transform(CAFFE_BGR, TransformConfig(hflip=False, **config), train=True)
+    config = dict(resize=32, crop_size=32, resize_mode="squash", train_crop="random_crop")
+    flipping = build_transform(CAFFE_BGR, TransformSettings(hflip=True, **config), train=True)
+    fixed = build_transform(CAFFE_BGR, TransformSettings(hflip=False, **config), train=True)
     torch.manual_seed(0)
     left_red = {bool(flipping(image)[2, 0, 0] > 0) for _ in range(20)}  # channel 2 of BGR is red
     assert left_red == {True, False}
@@ -82,15 +87,28 @@ def test_hflip_switch():
 def test_eval_is_deterministic_and_crop_defaults_to_the_input_spec():
     spec = IMAGENET_RGB.__class__("RGB", 1.0, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5), input_size=227)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (300, 260, 3), dtype=np.uint8))
-    transform = build_transform(spec, TransformConfig(), train=False)
+    transform = build_transform(spec, TransformSettings(), train=False)
     assert torch.equal(transform(image), transform(image))
     assert transform(image).shape == (3, 227, 227)
 
 
 @pytest.mark.parametrize(
-    "fields",
-    [{"resize_mode": "stretch"}, {"train_crop": "five_crop"}, {"resize": 200, "crop_size": 224}],
+    ("fields", "named"),
+    [
+        ({"resize_mode": "stretch"}, "resize_mode"),
+        ({"train_crop": "five_crop"}, "train_crop"),
+        ({"resize": 200, "crop_size": 224}, "crop_size: expected at most resize (200), found 224"),
+    ],
 )
-def test_bad_config_is_refused(fields):
-    with pytest.raises(InputError):
-        TransformConfig(**fields)
+def test_bad_settings_are_refused_naming_the_field(fields, named):
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        TransformSettings(**fields)
+
+
+def test_the_pipeline_takes_the_recipes_transforms_as_they_are():
+    """One type: the recipe's ``data.transforms`` goes to the pipeline uncopied, its defaults the recipe's."""
+    settings = DataSettings(dataset="cub200", transforms={"crop_size": 64, "resize": 72}).transforms
+    assert type(settings) is TransformSettings and settings.train_crop == "random_resized_crop"
+    transform = build_transform(IMAGENET_RGB, settings, train=True)
+    assert any(isinstance(step, v2.RandomResizedCrop) for step in transform.transforms)
+    assert transform(_solid((1, 2, 3))).shape == (3, 64, 64)

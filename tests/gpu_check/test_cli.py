@@ -76,7 +76,7 @@ def test_parts_runs_only_the_named_parts_in_the_registrys_order(tmp_path):
 
 def test_an_unknown_part_is_refused_with_the_known_ones(tmp_path, capsys):
     assert _check(tmp_path, ["--parts", "a,zz"], FakeParts()) == 2
-    assert "--parts: expected names among a, b, c, found 'a,zz'" in capsys.readouterr().err
+    assert "--parts: unknown part 'zz'; expected one of a, b, c" in capsys.readouterr().err
 
 
 def test_a_failure_is_named_and_sets_the_exit_status_and_the_next_part_still_runs(tmp_path, capsys):

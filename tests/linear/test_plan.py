@@ -60,8 +60,16 @@ def _write(tmp_path: Path, name: str = "table2-iris", **changes) -> Path:
     [
         ("other", {}, "field id: expected the file stem 'other', found 'table2-iris'"),
         ("table2-iris", {"paper": "gpw"}, "field paper: expected 'anml' (its folder), found 'gpw'"),
-        ("table2-iris", {"methods": ["lmnn"]}, "field methods: expected methods among"),
-        ("table2-iris", {"dataset": "Mnist"}, "field dataset: data set: expected one of"),
+        (
+            "table2-iris",
+            {"methods": ["lmnn"]},
+            "field methods: unknown Table 2 method 'lmnn'; expected one of lanml_minus, lanml_plus, ",
+        ),
+        (
+            "table2-iris",
+            {"dataset": "Mnist"},
+            "field dataset: unknown UCI data set 'Mnist'; expected one of Australian, Cars, ",
+        ),
         ("table2-iris", {"grid_every": 0}, "field grid_every: Input should be greater than or equal to 1"),
         ("table2-iris", {"grid": [1]}, "field grid: Extra inputs are not permitted"),
     ],

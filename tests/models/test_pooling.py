@@ -7,6 +7,7 @@ import doctest
 import pytest
 import torch
 
+from dml_core.errors import InputError
 from dml_core.models import pooling
 from dml_core.models.pooling import GlobalPool
 
@@ -23,5 +24,7 @@ def test_modes_per_channel():
 
 
 def test_unknown_mode_is_refused():
-    with pytest.raises(ValueError, match="pooling: expected one of"):
+    with pytest.raises(
+        InputError, match=r"^field model\.pooling: unknown pooling 'gem'; expected one of avg, avg\+max, max$"
+    ):
         GlobalPool("gem")

@@ -9,8 +9,8 @@ import torch
 
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ImageCache
-from dml_core.data.transforms import TransformConfig
 from dml_core.input_spec import IMAGENET_RGB
+from dml_core.recipe import TransformSettings
 
 
 def _cache(sizes) -> ImageCache:
@@ -23,7 +23,7 @@ def _cache(sizes) -> ImageCache:
 
 @pytest.mark.parametrize("train_crop", ["random_crop", "random_resized_crop"])
 def test_a_batch_builds_no_tensor_on_the_device_from_a_python_list(monkeypatch, train_crop):
-    config = TransformConfig(resize_mode="squash", resize=20, crop_size=12, train_crop=train_crop)
+    config = TransformSettings(resize_mode="squash", resize=20, crop_size=12, train_crop=train_crop)
     augment = BatchAugmentation(_cache([(20, 20), (20, 24), (22, 20)]), IMAGENET_RGB, config)
     expected = augment([0, 2, 1, 2], [5, 6, 7, 8])
     built_on_a_device = []

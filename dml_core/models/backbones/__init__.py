@@ -12,12 +12,11 @@ from dml_core.models.backbones.bn_inception import BNInception
 from dml_core.models.backbones.googlenet import GoogLeNet
 from dml_core.models.backbones.resnet50 import ResNet50
 from dml_core.models.weights import WEIGHT_FILES, resolve_weight_file, weights_identity
+from dml_core.registry import Registry
 
-BACKBONES: dict[str, type[Backbone]] = {
-    "bn_inception": BNInception,
-    "googlenet": GoogLeNet,
-    "resnet50": ResNet50,
-}
+BACKBONES: Registry[type[Backbone]] = Registry(
+    "backbone", "model.backbone", {"bn_inception": BNInception, "googlenet": GoogLeNet, "resnet50": ResNet50}
+)
 
 PRETRAINED = "pretrained"
 RANDOM = "random"
@@ -31,9 +30,7 @@ def build_backbone(name: str, weights: str | os.PathLike = PRETRAINED, width: fl
 
     The result's ``weights_id`` records which: the file name and its sha256, or ``"random init"``.
     """
-    if name not in BACKBONES:
-        raise InputError(f"backbone: expected one of {sorted(BACKBONES)}, found {name!r}")
-    widths = BACKBONES[name].widths
+    widths = BACKBONES.lookup(name).widths
     if width not in widths:
         raise InputError(f"model.width: {name} is built with widths {', '.join(map(str, widths))}, found {width!r}")
     if width != 1.0 and weights != RANDOM:

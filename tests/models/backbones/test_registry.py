@@ -61,7 +61,10 @@ def test_a_narrowed_backbone_takes_random_weights_and_a_known_width_only():
 
 
 def test_unknown_backbone_is_an_input_error():
-    with pytest.raises(InputError, match="backbone: expected one of"):
+    with pytest.raises(
+        InputError,
+        match=r"^field model\.backbone: unknown backbone 'vgg16'; expected one of bn_inception, googlenet, resnet50$",
+    ):
         build_backbone("vgg16", weights="random")
 
 
