@@ -37,7 +37,13 @@ def add_parser(subparsers) -> None:
         help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke|-mini])",
     )
     parser.add_argument("--results", type=Path, help="results file (default: <out>/results.json)")
-    parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out; skip if finished")
+    parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="train a finished run again (its results file exists) and replace its results once the new ones are "
+        "complete; without it a finished run is skipped when its recipe is the same and refused when it differs",
+    )
     tier = parser.add_mutually_exclusive_group()
     tier.add_argument(
         "--smoke",
@@ -58,6 +64,7 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
+    from dml_core.finished_runs import check_finished_run
     from dml_core.recipes import check_reading_choices, mini_version, parse_reading_choices, resolve_run, smoke_version
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import split_tier_overrides, with_overrides
@@ -81,7 +88,14 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or runs_root() / name
     # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
     require_writable_folder(out, "--out")
-    require_writable_file(args.results or out / RESULTS_NAME, "--results")
+    results_path = args.results or out / RESULTS_NAME
+    require_writable_file(results_path, "--results")
+    if not args.rerun and check_finished_run(results_path, recipe):  # another recipe's results: refused there
+        print(
+            f"{results_path}: finished earlier with this recipe (hash {recipe.content_hash()[:12]}), skipped; "
+            "--rerun trains it again"
+        )
+        return 0
     path = train(
         recipe,
         out,
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         smoke=args.smoke,
         mini=args.mini,
         resume=args.resume,
+        rerun=args.rerun,
         data_root=args.data_root,
         device=args.device,
         progress=not args.no_progress,

@@ -15,7 +15,7 @@ from dml_core.recipe import Recipe, mini_version, smoke_version
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.compose import RunDefinition
 from dml_core.runner.linear import LinearRun
-from dml_core.training.trainer import is_finished_run
+from dml_core.finished_runs import is_finished_run
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,13 @@ from tqdm import tqdm
 from dml_core import provenance
 from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
+from dml_core.finished_runs import check_finished_run, is_finished_run
 from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
-from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
+from dml_core.results import deep_results_payload, write_results
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.clock import DeviceClock
 from dml_core.training.determinism import run_determinism
@@ -90,10 +91,12 @@ def train(
     its path.
 
     ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
-    checkpoint is continued and a finished run (its results file records this recipe's hash) is left as it is;
-    with ``rerun`` as well, a finished run is trained again from the start (an interrupted rerun continues) and
-    its results file is replaced, atomically, only once the new one is complete. A finished smoke run keeps no
-    checkpoint (``keeps_finished_checkpoint``): its results file is what says it is finished. Under torchrun
+    checkpoint is continued. A finished run (its results file exists) is left as it is when that file records
+    this recipe's hash, and refused (``InputError``) when it records another's, in every tier
+    (``dml_core.finished_runs``); with ``rerun``, a finished run is trained again from the start (an interrupted
+    rerun continues) and its results file is replaced, atomically, only once the new one is complete. A finished
+    smoke or mini run keeps no checkpoint (``keeps_finished_checkpoint``): its results file is what says it is
+    finished. Under torchrun
     (WORLD_SIZE > 1 in the environment) every process calls this; the process group is joined here (and left
     again if this call created it).
     """
@@ -135,13 +138,15 @@ def _train(
     checkpoint_path = out_dir / CHECKPOINT_NAME
     if recipe.evaluation.selection == "best_r1" and "recall" not in recipe.evaluation.metrics:
         raise InputError(f"recipe {recipe.id}: evaluation.selection 'best_r1' needs 'recall' in evaluation.metrics")
+    # every tier alike, before the checkpoint: a finished smoke or mini run keeps none
+    if not rerun and check_finished_run(results_path, recipe):
+        return results_path
+    resume = resume or rerun  # a rerun continues its own interrupted rerun, or starts a finished run over
     if checkpoint_path.exists() and not resume:
         raise InputError(
             f"{checkpoint_path}: a checkpoint of an earlier run is there; pass --resume to continue it "
             f"or choose another --out"
         )
-    if resume and not rerun and is_finished_run(results_path, recipe):
-        return results_path
 
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     torch.manual_seed(recipe.training.seed)
@@ -390,11 +395,3 @@ class TrainingRun:
         }
 
 
-def is_finished_run(results_path: str | Path, recipe: Recipe) -> bool:
-    """A deep results file for exactly this recipe (same content hash: same seed and smoke settings; or the hash an
-    earlier version gave the same computation) exists."""
-    path = Path(results_path)
-    if not path.is_file():
-        return False
-    results = load_results(path)
-    return isinstance(results, ResultsFile) and results.recipe.sha256 in recipe.hashes_of_this_computation()

@@ -68,16 +68,17 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
     assert results.git["commit"]
-    # A finished run is skipped on --resume, also with its prose reworded; without --resume the checkpoint is
-    # protected; a changed computation is refused.
+    # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
+    # refused (dml_core.finished_runs).
     assert train(load_recipe(path), tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
     reworded = load_recipe(path).model_copy(update={"description": "reworded", "assumptions": {"1": "new"}})
     assert train(reworded, tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
     faster = load_recipe(_recipe_file(tmp_path, optimizer__lr=2e-3))
     with pytest.raises(InputError, match="recipe hash"):
         train(faster, tmp_path / "run", resume=True, data_root=data_root, progress=False)
-    with pytest.raises(InputError, match="pass --resume"):
-        train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
+    assert train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False) == results_path
+    with pytest.raises(InputError, match="recipe hash"):
+        train(faster, tmp_path / "run", data_root=data_root, progress=False)
 
 
 def _cli(args, data_root):
