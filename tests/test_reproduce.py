@@ -12,12 +12,15 @@ from dml_core.errors import InputError
 from dml_core.runner.inline import PaperRun, reproduce, reproduce_paper
 from dml_core.runner.plan import is_finished, paper_runs, plan_runs
 from dml_core.runner.preflight import missing_inputs
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 
 def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None, readings=None):
     runs, _ = paper_runs(tmp_path / "reproduce", PAPER_KEY, only)
-    return plan_runs(PAPER_KEY, runs, seeds, smoke, tmp_path / "runs", tmp_path / "results", pipeline, readings)
+    return plan_runs(
+        PAPER_KEY, runs, seeds, Tier.from_flags(smoke), tmp_path / "runs", tmp_path / "results", pipeline, readings
+    )
 
 
 def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
@@ -46,7 +49,7 @@ def test_a_typo_in_a_component_parameter_stops_the_paper_before_anything_trains(
     path = write_recipe(tmp_path / "reproduce", loss={"name": "multi_similarity", "params": {"alhpa": 2.0}})
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
-        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", tier=Tier.SMOKE,
     )  # fmt: skip
     with pytest.raises(InputError) as error:
         paper.preflight()
@@ -124,7 +127,7 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: plan is plans[1])
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
-        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", tier=Tier.SMOKE,
     )  # fmt: skip
     lines = []
     report = reproduce(paper, log=lines.append)

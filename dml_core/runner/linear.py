@@ -25,6 +25,7 @@ from dml_core.output_paths import data_root as output_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,10 @@ def linear_runs(
     def splits_path(method: str) -> Path | None:
         if runs_root is None:
             return None
-        return run_folder(runs_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke) / "splits.json"
+        return (
+            run_folder(runs_root, key, table2_row_id(method, resolved.dataset), resolved.seed, Tier.from_flags(smoke))
+            / "splits.json"
+        )
 
     return [
         LinearRun(
@@ -76,7 +80,9 @@ def linear_runs(
             method=method,
             smoke=smoke,
             overrides=tuple(overrides),
-            results_path=results_file(results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke),
+            results_path=results_file(
+                results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, Tier.from_flags(smoke)
+            ),
             splits_path=splits_path(method),
         )
         for method in resolved.methods

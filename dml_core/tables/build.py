@@ -26,6 +26,7 @@ from dml_core.tables.planned import load_plan
 from dml_core.tables.query_intervals import QueryBootstrap
 from dml_core.tables.timing import timing_frame
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -100,13 +101,13 @@ def build_paper_tables(
     results file (``intervals``, by default ``QueryBootstrap``)."""
     paper = load_published(key, papers_dir)
     plan = load_plan(recipes_dir, key)
-    folder = results_folder(results_root, key, smoke)
+    folder = results_folder(results_root, key, Tier.from_flags(smoke))
     admission = admit_results(paper, plan, folder, smoke=smoke, data_root=data_root)  # the gate: refused, not rows
     loaded = admission.admitted
     intervals = intervals if intervals is not None else QueryBootstrap(loaded)  # single seeds: bootstrap over queries
     gaps = load_known_gaps(paper, papers_dir)
     frame = apply_waivers(join(paper, loaded, tolerances, plan.targets, smoke=smoke, intervals=intervals), gaps)
-    path = tables_markdown(tables_root, key, smoke)
+    path = tables_markdown(tables_root, key, Tier.from_flags(smoke))
     write_long_form(long_form_path(path), frame)
     compared, curves = draw_figures(paper, frame, loaded, path.with_suffix(""), smoke) if draw_plots else ({}, {})
     inputs = markdown.PageInputs(

@@ -16,12 +16,13 @@ from dml_core.tables.markdown import SMOKE_BANNER
 from dml_core.tables.paper_tables import table_markdown
 from dml_core.tables.summary import counts_text, table_counts, verdict_counts
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 
 
 def index_path(tables_root: Path, smoke: bool) -> Path:
     """``<tables_root>/[smoke/]README.md``."""
-    return tables_markdown(tables_root, "README", smoke)
+    return tables_markdown(tables_root, "README", Tier.from_flags(smoke))
 
 
 def render_index(tables_root: Path, tolerances: Tolerances, smoke: bool, papers_dir: Path | None = None) -> str:
@@ -35,11 +36,13 @@ def render_index(tables_root: Path, tolerances: Tolerances, smoke: bool, papers_
         "our numbers beside the published ones; `<key>.csv` is the same comparison in long form, for machines.",
         "",
     ]
-    built = [key for key in PAPER_KEYS if long_form_path(tables_markdown(tables_root, key, smoke)).is_file()]
+    built = [
+        key for key in PAPER_KEYS if long_form_path(tables_markdown(tables_root, key, Tier.from_flags(smoke))).is_file()
+    ]
     if not built:
         return "\n".join([*lines, "No paper has been built yet.", ""])
     for key in built:
-        page = tables_markdown(tables_root, key, smoke)
+        page = tables_markdown(tables_root, key, Tier.from_flags(smoke))
         paper = load_published(key, papers_dir)
         frame = read_long_form(long_form_path(page))
         counts = table_counts(paper, frame)

@@ -63,7 +63,7 @@ class StandInTrainer:
         evaluation = {"iteration": 2, "epoch": 1.0, "metrics": {"R@1": 0.5}, "seconds": 0.1}
         timing = {"train_seconds": 1.0, "data_wait_seconds": 0.0, "compute_seconds": 1.0, "evaluation_seconds": 0.1}
         payload = deep_results_payload(
-            recipe, recipe_path=None, overrides=[], smoke=options["smoke"], mini=options["mini"], weights_id=None,
+            recipe, recipe_path=None, overrides=[], tier=options["tier"], weights_id=None,
             index_hashes={}, git={}, environment={}, protocol={}, evaluations=[evaluation], timing=timing, total=2,
             resumed_runs=0, world_size=1, device_type="cpu",
         )  # fmt: skip
@@ -104,7 +104,7 @@ def test_a_finished_run_is_skipped_refused_for_another_recipe_and_trained_again_
     monkeypatch.setattr(training, "train", trainer)
     recipe, out = _recipe_file(tmp_path), tmp_path / "run"
     assert _train(recipe, out, tier) == 0 and len(trainer.calls) == 1
-    assert load_results(out / "results.json").smoke == (tier == "smoke")
+    assert load_results(out / "results.json").tier == tier  # the tier --smoke / --mini chose
     _assert_finished_run_rule(recipe, out, tier, capsys, lambda: len(trainer.calls))
     assert trainer.calls[-1]["rerun"] is True
 

@@ -13,6 +13,7 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
 from dml_core.runner.linear import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
 from dml_core.tables.long_form import read_long_form
+from dml_core.tier import Tier
 
 ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]
 
@@ -143,7 +144,7 @@ def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
 
     paper = PaperRun(
         "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", smoke=True, only=["lanml-plus-uci-wine"],
+        tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["lanml-plus-uci-wine"],
     )  # fmt: skip
     plans, linear_runs, _ = paper.preflight()
     assert plans == [] and [run.name for run in linear_runs] == ["lanml-plus-uci-wine seed 0"]
