@@ -141,7 +141,7 @@ class PaperRun(RunOptions):
             tables_root=self.tables_root,
             recipes_dir=self.recipes_dir,
             tolerances=tolerances,
-            smoke=self.tier == Tier.SMOKE,
+            tier=self.tier,
             papers_dir=self.papers_dir,
             data_root=resolve_data_root(self.data_root),
         )
@@ -150,7 +150,7 @@ class PaperRun(RunOptions):
             log(f"results gate: REFUSED {refusal}")
         for note in tables.notes:
             log(f"results gate: note: {note}")
-        log(f"tables index: {write_index(self.tables_root, tolerances, self.tier == Tier.SMOKE, self.papers_dir)}")
+        log(f"tables index: {write_index(self.tables_root, tolerances, self.tier, self.papers_dir)}")
         return tables
 
 

@@ -172,7 +172,7 @@ def run_nightly(
 
     report.baseline = previous_passing(history, nightly.tier, name)
     previous = report.baseline.values if report.baseline else {}
-    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, nightly.tier == "smoke")
+    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, Tier(nightly.tier))
     report.failures, report.waived = gate.failures, gate.waived
     report.changed = changed_lines(gate.values, previous)
     report.passed = not gate.failures and not report.failed_runs and not report.refused
@@ -205,7 +205,7 @@ def run_nightly(
             log(f"  ... and {len(report.changed) - SHOWN_CHANGES} more (tables/nightly/history.csv has every value)")
     else:
         log(f"no earlier passing {nightly.tier} nightly in {history_file}: compared with {published or 'nothing'}")
-    for line in gate_lines(gate, nightly.tier == "smoke"):
+    for line in gate_lines(gate, Tier(nightly.tier)):
         log(line)
     for run, reason in report.failed_runs.items():
         log(f"  RUN FAILED {run}: {reason}")
