@@ -23,6 +23,7 @@ from dml_core.linear.protocol import N_FOLDS, thin_grid
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import get_uci_dataset
 from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.tier import Tier
 from dml_core.vocabulary import PaperKey
 
 LINEAR_PLANS_FOLDER = "linear"
@@ -111,7 +112,7 @@ def smoke_plan(plan: LinearPlan) -> LinearPlan:
     return plan.model_copy(update=plan.smoke.model_dump())
 
 
-def run_settings(plan: LinearPlan, method: str, smoke: bool) -> dict:
+def run_settings(plan: LinearPlan, method: str, tier: Tier) -> dict:
     """Everything that decides one method's numbers under a (resolved) plan; its hash identifies the run."""
     return {
         "dataset": plan.dataset,
@@ -123,7 +124,7 @@ def run_settings(plan: LinearPlan, method: str, smoke: bool) -> dict:
         "grid": {name: list(values) for name, values in thin_grid(PAPER_GRIDS[method], plan.grid_every).items()},
         "cv_folds": plan.cv_folds,
         "solver": asdict(SolverConfig(max_iterations=plan.max_iterations)),
-        "smoke": smoke,
+        "smoke": tier == Tier.SMOKE,
     }
 
 

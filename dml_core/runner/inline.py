@@ -94,9 +94,7 @@ class PaperRun(RunOptions):
         plans = plan_runs(
             self.key, deep, seeds, self.tier, self.runs_root, self.results_root, self.pipeline, self.readings
         )  # fmt: skip
-        linear_runs = plan_linear_runs(
-            self.key, linear_paths, self.tier == Tier.SMOKE, self.results_root, self.runs_root
-        )
+        linear_runs = plan_linear_runs(self.key, linear_paths, self.tier, self.results_root, self.runs_root)
         linear_runs = selected_linear_runs(linear_runs, self.only)
         bad = recipe_problems(plans)
         if bad:
