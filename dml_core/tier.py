@@ -13,15 +13,16 @@ class Tier(StrEnum):
     MINI = "mini"
 
     @classmethod
-    def from_flags(cls, smoke: bool = False, mini: bool = False) -> Tier:
-        """The tier of the ``--smoke`` / ``--mini`` flags (and of results files that record them as booleans).
+    def from_flags(cls, smoke_flag: bool = False, mini_flag: bool = False) -> Tier:
+        """The tier of the ``--smoke`` / ``--mini`` flags (and of results files that record them as booleans):
+        the one place two booleans become a tier.
 
-        >>> Tier.from_flags(smoke=True), Tier.from_flags()
+        >>> Tier.from_flags(smoke_flag=True), Tier.from_flags()
         (<Tier.SMOKE: 'smoke'>, <Tier.FULL: 'full'>)
         """
-        if smoke and mini:
+        if smoke_flag and mini_flag:
             raise ValueError("smoke and mini: a run belongs to one tier")
-        return cls.SMOKE if smoke else cls.MINI if mini else cls.FULL
+        return cls.SMOKE if smoke_flag else cls.MINI if mini_flag else cls.FULL
 
     @property
     def subfolder(self) -> str:

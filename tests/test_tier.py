@@ -14,9 +14,13 @@ from tests.test_results import _payload
 
 
 def test_the_flags_choose_one_tier_and_its_folder():
-    assert [Tier.from_flags(), Tier.from_flags(smoke=True), Tier.from_flags(mini=True)] == ["full", "smoke", "mini"]
+    assert [Tier.from_flags(), Tier.from_flags(smoke_flag=True), Tier.from_flags(mini_flag=True)] == [
+        "full",
+        "smoke",
+        "mini",
+    ]
     with pytest.raises(ValueError, match="one tier"):
-        Tier.from_flags(smoke=True, mini=True)
+        Tier.from_flags(smoke_flag=True, mini_flag=True)
     paths = {tier: results_file(Path("r"), "anml", "x", 0, tier).as_posix() for tier in Tier}
     assert paths == {
         "full": "r/anml/x-seed0.json",

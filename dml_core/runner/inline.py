@@ -35,7 +35,7 @@ from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
-from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
+from dml_core.runner.preflight import missing_inputs, recipe_problems, results_of_other_recipes, unwritable_outputs
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
@@ -105,6 +105,9 @@ class PaperRun(RunOptions):
         unwritable = unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
             raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
+        replaced = [] if self.rerun else results_of_other_recipes(plans)
+        if replaced:
+            raise InputError(f"paper {self.key}: finished runs of other recipes:\n  " + "\n  ".join(replaced))
         tolerances = load_tolerances(self.tolerances_path)
         if not Process.from_environment().active:  # last: nothing is written unless every check passed
             to_train = [plan for plan in plans if self.rerun or not is_finished(plan)]  # no cache for finished runs
