@@ -14,6 +14,10 @@ from dml_core.errors import InputError
 from dml_core.results import ResultsFile, load_results
 
 
+class OtherRecipesResults(InputError):
+    """The results file holds a finished run of another recipe: training would replace its numbers."""
+
+
 class HashedRecipe(Protocol):
     def content_hash(self) -> str: ...
 
@@ -38,13 +42,13 @@ def is_finished_run(results_path: str | Path, recipe: HashedRecipe) -> bool:
 
 def check_finished_run(results_path: str | Path, recipe: HashedRecipe) -> bool:
     """True when ``results_path`` holds this recipe's finished run (skip it), False when it holds none (train);
-    raises ``InputError`` when it holds another recipe's run."""
+    raises ``OtherRecipesResults`` when it holds another recipe's run (a damaged file: ``InputError``)."""
     recorded = recorded_recipe_hash(results_path)
     if recorded is None:
         return False
     if recorded in recipe.hashes_of_this_computation():
         return True
-    raise InputError(
+    raise OtherRecipesResults(
         f"{results_path}: a finished run of recipe hash {recorded[:12]} is there, but this recipe's hash is "
         f"{recipe.content_hash()[:12]}; pass --rerun to replace its results or choose another --out or --results"
     )

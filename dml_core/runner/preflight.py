@@ -11,7 +11,7 @@ from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
-from dml_core.finished_runs import check_finished_run
+from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
@@ -72,7 +72,7 @@ def results_of_other_recipes(plans: Sequence[PlannedRun]) -> list[str]:
     for plan in plans:
         try:
             check_finished_run(plan.results_path, plan.recipe)
-        except InputError as error:
+        except OtherRecipesResults as error:  # a damaged file is raised as it is: one line
             problems.append(str(error))
     return problems
 
