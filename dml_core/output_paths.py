@@ -6,13 +6,13 @@ repository, and the README mounts the checkout's own folders there).
 Smoke and mini output go to a ``smoke/`` or ``mini/`` sub-folder of each, so they never mix with full-scale
 numbers (or with each other).
 
->>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, smoke=True).as_posix()
+>>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, Tier.SMOKE).as_posix()
 'results/smoke/damlrrm/ours-cub200-seed1.json'
->>> tables_markdown(Path("tables"), "drml", smoke=False, mini=True).as_posix()
+>>> tables_markdown(Path("tables"), "drml", Tier.MINI).as_posix()
 'tables/mini/drml.md'
->>> tables_markdown(Path("tables"), "damlrrm", smoke=False).as_posix()
+>>> tables_markdown(Path("tables"), "damlrrm", Tier.FULL).as_posix()
 'tables/damlrrm.md'
->>> jobs_folder(Path("runs"), "anml", smoke=False).as_posix()
+>>> jobs_folder(Path("runs"), "anml", Tier.FULL).as_posix()
 'runs/submitit/anml'
 """
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from dml_core.tier import Tier
 
 # The folder holding dml_core: the repository in a checkout (git state, recipes and recorded paths refer to it).
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
@@ -67,32 +69,30 @@ def tables_root() -> Path:
     return Path(os.environ.get("DML_TABLES_DIR", "tables"))
 
 
-def _scoped(root: Path, smoke: bool, mini: bool = False) -> Path:
-    if smoke and mini:
-        raise ValueError("smoke and mini: a run belongs to one tier")
-    return root / "smoke" if smoke else root / "mini" if mini else root
+def _scoped(root: Path, tier: Tier) -> Path:
+    return root / tier.subfolder if tier.subfolder else root
 
 
-def results_folder(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+def results_folder(root: Path, key: str, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]<key>``: one paper's results files."""
-    return _scoped(root, smoke, mini) / key
+    return _scoped(root, tier) / key
 
 
-def results_file(root: Path, key: str, recipe_id: str, seed: int, smoke: bool, mini: bool = False) -> Path:
+def results_file(root: Path, key: str, recipe_id: str, seed: int, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]<key>/<recipe id>-seed<seed>.json``."""
-    return results_folder(root, key, smoke, mini) / f"{recipe_id}-seed{seed}.json"
+    return results_folder(root, key, tier) / f"{recipe_id}-seed{seed}.json"
 
 
-def run_folder(root: Path, key: str, recipe_id: str, seed: int, smoke: bool, mini: bool = False) -> Path:
+def run_folder(root: Path, key: str, recipe_id: str, seed: int, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]<key>/<recipe id>-seed<seed>``: the checkpoint of one run."""
-    return _scoped(root, smoke, mini) / key / f"{recipe_id}-seed{seed}"
+    return _scoped(root, tier) / key / f"{recipe_id}-seed{seed}"
 
 
-def jobs_folder(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+def jobs_folder(root: Path, key: str, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]submitit/<key>``: the cluster jobs' pickles and logs (``dml reproduce --launcher``)."""
-    return _scoped(root, smoke, mini) / "submitit" / key
+    return _scoped(root, tier) / "submitit" / key
 
 
-def tables_markdown(root: Path, key: str, smoke: bool, mini: bool = False) -> Path:
+def tables_markdown(root: Path, key: str, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]<key>.md``; its plots go in the folder of the same name without ``.md``."""
-    return _scoped(root, smoke, mini) / f"{key}.md"
+    return _scoped(root, tier) / f"{key}.md"

@@ -26,8 +26,39 @@ from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.recipe import Precision, forward_precision
 from dml_core.schema import StrictModel, format_validation_error
+from dml_core.tier import Tier
 
 SCHEMA_VERSION = 1
+
+
+class TierRecorded(StrictModel):
+    """The run's tier, ``tier`` in files written since it existed; older files recorded it as two booleans,
+    ``smoke`` and ``mini`` (absent: false), which still load."""
+
+    tier: Tier = Tier.FULL
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tier_from_booleans(cls, value: Any) -> Any:
+        if not isinstance(value, dict) or ("smoke" not in value and "mini" not in value):
+            return value
+        if "tier" in value:
+            raise ValueError("tier: given with the older smoke/mini fields; expected one of them")
+        tree = dict(value)
+        smoke, mini = tree.pop("smoke", False), tree.pop("mini", False)
+        if not isinstance(smoke, bool) or not isinstance(mini, bool):
+            raise ValueError(f"smoke, mini: expected true or false, found {smoke!r}, {mini!r}")
+        if smoke and mini:
+            raise ValueError("smoke and mini: a run belongs to one tier")
+        return {**tree, "tier": Tier.from_flags(smoke, mini)}
+
+    @property
+    def smoke(self) -> bool:
+        return self.tier == Tier.SMOKE
+
+    @property
+    def mini(self) -> bool:
+        return self.tier == Tier.MINI
 
 
 class RecipeRecord(StrictModel):
@@ -80,7 +111,7 @@ class TimingRecord(StrictModel):
     resumed_runs: int  # how many times the run was resumed; timing covers every segment
 
 
-class ResultsFile(StrictModel):
+class ResultsFile(TierRecorded):
     """A deep run (recipe x seed)."""
 
     schema_version: Literal[1]
@@ -95,8 +126,6 @@ class ResultsFile(StrictModel):
     backbone_width: float = 1.0  # channel-width multiplier (the mini tier narrows the backbone); older files: 1
     weights: dict[str, Any]
     seed: int
-    smoke: bool
-    mini: bool = False  # the CPU mini tier (``mini_version``); absent in files written before it existed
     world_size: int = 1
     # the precision of the model's training forward (``recipe.forward_precision``; losses and test embeddings are
     # fp32 whatever it is); absent in files written before it was recorded: ``training_precision`` reads it then
@@ -123,12 +152,6 @@ class ResultsFile(StrictModel):
                 raise ValueError(f"selections.{rule}: expected rule {rule!r}, found {record.rule!r}")
         if self.selections and self.selections.get(self.selection.rule, self.selection) != self.selection:
             raise ValueError(f"selections.{self.selection.rule}: differs from selection (the recipe's rule)")
-        return self
-
-    @model_validator(mode="after")
-    def _one_tier(self) -> ResultsFile:
-        if self.smoke and self.mini:
-            raise ValueError("smoke and mini: a run belongs to one tier")
         return self
 
     @model_validator(mode="after")
@@ -223,7 +246,7 @@ class LinearSummaryRecord(StrictModel):
     accuracy_std: float = Field(ge=0)  # percent, sample std (ddof=1) over splits; 0 for one split
 
 
-class LinearResultsFile(StrictModel):
+class LinearResultsFile(TierRecorded):
     """One linear method on one data set under the Table 2 protocol, one base seed."""
 
     schema_version: Literal[1]
@@ -238,7 +261,6 @@ class LinearResultsFile(StrictModel):
     method: str  # dml_core.linear.methods key: lanml_plus
     method_name: str  # as Table 2 prints it: LANML+
     seed: int
-    smoke: bool
     git: dict[str, Any]
     environment: dict[str, Any]
     protocol: LinearProtocolRecord
@@ -330,8 +352,7 @@ def deep_results_payload(
     *,
     recipe_path: str | None,
     overrides: list[str],
-    smoke: bool,
-    mini: bool,
+    tier: Tier,
     weights_id: str | None,
     index_hashes: dict[str, str],
     git: dict[str, Any],
@@ -365,8 +386,7 @@ def deep_results_payload(
         "backbone_width": recipe.model.width,
         "weights": {"requested": recipe.model.weights, "id": weights_id},
         "seed": recipe.training.seed,
-        "smoke": smoke,
-        "mini": mini,
+        "tier": tier.value,
         "world_size": world_size,
         "precision": forward_precision(device_type, recipe.training.bf16),
         "index_hashes": index_hashes,

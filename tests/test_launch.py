@@ -34,6 +34,7 @@ from dml_core.runner.jobs import (
     read_submissions,
 )
 from dml_core.tables.long_form import read_long_form
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 SOURCE_ROOT = Path(dml_core.__file__).resolve().parents[1]
@@ -130,7 +131,7 @@ def test_slurm_submits_one_array_with_the_requested_resources(tmp_path, monkeypa
     # Each array element's pickle is the job: train that plan (resumable).
     folder = tmp_path / "runs" / "smoke" / "submitit" / PAPER_KEY
     job = DelayedSubmission.load(folder / "4242_1" / "4242_1_submitted.pkl").function
-    assert isinstance(job, TrainJob) and job.plan.recipe.id == "ours-cub200" and job.plan.smoke
+    assert isinstance(job, TrainJob) and job.plan.recipe.id == "ours-cub200" and job.plan.tier == Tier.SMOKE
     assert job.plan.results_path == _results(tmp_path, "ours-cub200")
 
     # Again, while Slurm (sacct) says one element still runs and the other ended without results: only the
@@ -187,7 +188,7 @@ def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path,
     started = time.monotonic()
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", smoke=True, only=["ours-cub200"], progress=False,
+        tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["ours-cub200"], progress=False,
     )  # fmt: skip
     report = launch_paper(paper, launcher="local", wait=False, resources=JobResources(timeout_min=10))
     submitted_in = time.monotonic() - started
@@ -208,7 +209,7 @@ def test_a_run_whose_earlier_job_still_runs_is_not_submitted_again(tmp_path, cap
     _paper(tmp_path)
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", smoke=True, only=["ours-cub200"], progress=False,
+        tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["ours-cub200"], progress=False,
     )  # fmt: skip
     resources = JobResources(timeout_min=10)
     first = launch_paper(paper, launcher="local", wait=False, resources=resources)
@@ -271,7 +272,14 @@ class _ReportThreads(PaperRun):
 @pytest.mark.parametrize("mini", [True, False])
 def test_a_mini_job_trains_on_one_cpu_thread_as_the_pages_runs_do(tmp_path, mini):
     before = torch.get_num_threads(), threadpoolctl.threadpool_info()
-    paper = _ReportThreads(PAPER_KEY, tmp_path, tmp_path, tmp_path, tmp_path, mini=mini)
+    paper = _ReportThreads(
+        PAPER_KEY,
+        recipes_dir=tmp_path,
+        runs_root=tmp_path,
+        results_root=tmp_path,
+        tables_root=tmp_path,
+        tier=Tier.MINI if mini else Tier.FULL,
+    )
     # submitit's debug executor runs the job in this process, as a job environment
     seen = json.loads(submitit.DebugExecutor(tmp_path / "jobs").submit(TrainJob(paper, plan=None)).result())
     if mini:

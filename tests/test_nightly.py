@@ -51,8 +51,8 @@ def test_a_paper_missing_its_data_stops_the_nightly_before_any_paper_trains(tmp_
     (tmp_path / "reproduce" / "damlrrm" / "ours.yaml").write_text(yaml.safe_dump(cub))
     with pytest.raises(InputError, match="paper damlrrm: missing inputs:\n  dataset cub200"):
         run_nightly(
-            Nightly(["anml", "damlrrm"], "full", tmp_path / "results", tmp_path / "runs", tmp_path / "tables",
-                    recipes_dir=tmp_path / "reproduce", data_root=tmp_path / "data"),
+            Nightly(["anml", "damlrrm"], "full", results_root=tmp_path / "results", runs_root=tmp_path / "runs",
+                    tables_root=tmp_path / "tables", recipes_dir=tmp_path / "reproduce", data_root=tmp_path / "data"),
             code=CLEAN,
         )  # fmt: skip
     assert not (tmp_path / "results").exists() and not (tmp_path / "runs").exists()  # anml did not start either
@@ -132,8 +132,8 @@ def test_a_results_file_the_tables_refuse_fails_the_nightly(tmp_path, monkeypatc
 
     real_reproduce = nightly.reproduce
     monkeypatch.setattr(nightly, "reproduce", reproduce_with_a_refusal)
-    roots = (tmp_path / "results", tmp_path / "runs", tmp_path / "tables")
-    report = run_nightly(Nightly(["anml"], "smoke", *roots, recipes_dir=tmp_path / "reproduce"), code=CLEAN, now=NOW)
+    roots = {"results_root": tmp_path / "results", "runs_root": tmp_path / "runs", "tables_root": tmp_path / "tables"}
+    report = run_nightly(Nightly(["anml"], "smoke", **roots, recipes_dir=tmp_path / "reproduce"), code=CLEAN, now=NOW)
     assert not report.passed and report.refused == [
         f"{tmp_path / 'forged.json'}: field selection: expected 1.01, found 60.0"
     ]

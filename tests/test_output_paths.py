@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from dml_core.output_paths import results_root, run_folder, runs_root, tables_root
+from dml_core.tier import Tier
 
 
 def test_roots_default_to_the_working_directory_and_follow_the_environment(monkeypatch):
@@ -13,4 +14,4 @@ def test_roots_default_to_the_working_directory_and_follow_the_environment(monke
     monkeypatch.setenv("DML_TABLES_DIR", "/results/tables")
     monkeypatch.setenv("DML_RUNS_DIR", "/results/runs")
     assert (results_root(), tables_root()) == (Path("/results/results"), Path("/results/tables"))
-    assert run_folder(runs_root(), "gpw", "x", 2, smoke=True) == Path("/results/runs/smoke/gpw/x-seed2")
+    assert run_folder(runs_root(), "gpw", "x", 2, Tier.SMOKE) == Path("/results/runs/smoke/gpw/x-seed2")

@@ -9,15 +9,20 @@ import pytest
 
 from dml_core.cli import main
 from dml_core.errors import InputError
+from dml_core.results import write_results
 from dml_core.runner.inline import PaperRun, reproduce, reproduce_paper
 from dml_core.runner.plan import is_finished, paper_runs, plan_runs
 from dml_core.runner.preflight import missing_inputs
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
+from tests.test_results import _payload as results_test_payload
 
 
 def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None, readings=None):
     runs, _ = paper_runs(tmp_path / "reproduce", PAPER_KEY, only)
-    return plan_runs(PAPER_KEY, runs, seeds, smoke, tmp_path / "runs", tmp_path / "results", pipeline, readings)
+    return plan_runs(
+        PAPER_KEY, runs, seeds, Tier.from_flags(smoke), tmp_path / "runs", tmp_path / "results", pipeline, readings
+    )
 
 
 def test_plans_every_recipe_and_seed_with_its_paths(tmp_path):
@@ -46,7 +51,7 @@ def test_a_typo_in_a_component_parameter_stops_the_paper_before_anything_trains(
     path = write_recipe(tmp_path / "reproduce", loss={"name": "multi_similarity", "params": {"alhpa": 2.0}})
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
-        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", tier=Tier.SMOKE,
     )  # fmt: skip
     with pytest.raises(InputError) as error:
         paper.preflight()
@@ -124,7 +129,7 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: plan is plans[1])
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
-        results_root=tmp_path / "results", tables_root=tmp_path / "tables", smoke=True,
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", tier=Tier.SMOKE,
     )  # fmt: skip
     lines = []
     report = reproduce(paper, log=lines.append)
@@ -205,3 +210,19 @@ def test_the_cache_pipeline_reproduces_under_torchrun_building_the_embedded_cach
     assert results.world_size == 2
     caches = sorted(path.name for path in (tmp_path / "data" / "embedded" / "cache").iterdir())
     assert len(caches) == 1 and ".partial" not in caches[0]  # both ranks' staging folders are gone
+
+
+def test_a_results_file_of_another_recipe_stops_the_paper_before_anything_trains_unless_rerun(tmp_path):
+    write_recipe(tmp_path / "reproduce")
+    (plan,) = _plans(tmp_path, smoke=True)
+    other = {**results_test_payload(), "recipe": {**results_test_payload()["recipe"], "sha256": "e" * 64}}
+    write_results(plan.results_path, other)  # e.g. the recipe was edited after this run finished
+    paper = PaperRun(
+        PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
+        results_root=tmp_path / "results", tables_root=tmp_path / "tables", tier=Tier.SMOKE,
+    )  # fmt: skip
+    with pytest.raises(InputError, match=rf"finished runs of other recipes:\n  {plan.results_path}: .*eeeeeeeeeeee"):
+        paper.preflight()
+    assert not (tmp_path / "runs").exists()
+    plans, _, _ = dataclasses.replace(paper, rerun=True).preflight()  # --rerun: it is trained again
+    assert plans == [plan]

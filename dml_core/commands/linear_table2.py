@@ -13,6 +13,7 @@ from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
 from dml_core.provenance import git_state
 from dml_core.runner.linear import linear_runs, write_run_results
+from dml_core.tier import Tier
 from dml_core.writable import require_writable_folder
 
 # The plan id recorded in results files this command writes (they come from no pinned plan file).
@@ -80,7 +81,7 @@ def _results_run(args: argparse.Namespace, method: str):
         f"splits={args.splits}", f"seed={args.seed}", f"k_rule={args.k_rule}",
         f"grid_every={args.grid_every}", f"max_iterations={args.max_iterations}",
     ]  # fmt: skip
-    return linear_runs("anml", plan, smoke=False, results_root=args.results, overrides=overrides)[0]
+    return linear_runs("anml", plan, tier=Tier.FULL, results_root=args.results, overrides=overrides)[0]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
+
+from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
+from dml_core.tier import Tier
 
 
 def add_reading_option(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -54,3 +59,54 @@ def positive_float(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number above 0, found {value}")
     return value
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``dml_core.runner.run_options.RunOptions`` (``dml reproduce`` and ``dml nightly``): where
+    the runs read and write, and how they train."""
+    parser.add_argument("--data-root", type=Path, help="prepared datasets (default: $DML_DATA_ROOT, ./data)")
+    parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
+    parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
+    parser.add_argument("--runs", type=Path, help="run folders (default: $DML_RUNS_DIR or ./runs)")
+    parser.add_argument("--results", type=Path, help="results root (default: $DML_RESULTS_DIR or ./results)")
+    parser.add_argument("--tables", type=Path, help="tables root (default: $DML_TABLES_DIR or ./tables)")
+    parser.add_argument("--papers-dir", type=Path, help="published tables root (default: the repository's papers/)")
+    parser.add_argument("--tolerances", type=Path, help="tolerances file (default: reproduce/tolerances.yaml)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--linear-jobs",
+        type=positive_int,
+        default=1,
+        help="processes for the grid searches of the linear plans (reproduce/KEY/linear/, anml Table 2); "
+        "the numbers do not depend on it",
+    )
+    parser.add_argument(
+        "--pipeline",
+        choices=("auto", "pil", "cache"),
+        help="data.pipeline of every deep recipe (default: as the recipe says, auto: on CUDA the decoded uint8 "
+        "cache where its batches are the PIL path's, i.e. random crops, with crops, flips and normalisation on the "
+        "device; the PIL path elsewhere); the preflight prepares missing caches the disk can hold; recorded as an "
+        "override, which leaves the content hash as it is where both give the same batches",
+    )
+
+
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``RunOptions``' fields from the flags of ``add_run_options`` (the roots' environment defaults resolved)."""
+    return {
+        "runs_root": args.runs or runs_root(),
+        "results_root": args.results or results_root(),
+        "tables_root": args.tables or tables_root(),
+        "recipes_dir": args.recipes,
+        "papers_dir": args.papers_dir,
+        "tolerances_path": args.tolerances,
+        "data_root": args.data_root,
+        "device": args.device,
+        "pipeline": args.pipeline,
+        "progress": not args.no_progress,
+        "linear_jobs": args.linear_jobs,
+    }
+
+
+def chosen_tier(args: argparse.Namespace) -> Tier:
+    """The tier ``--smoke`` or ``--mini`` selects (full without either)."""
+    return Tier.from_flags(getattr(args, "smoke", False), getattr(args, "mini", False))

@@ -8,9 +8,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dml_core.commands.options import add_reading_option, non_negative_int, positive_float, positive_int
+from dml_core.commands.options import (
+    add_reading_option,
+    add_run_options,
+    chosen_tier,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    run_options,
+)
 from dml_core.errors import InputError
-from dml_core.output_paths import RECIPES_DIR, results_root, runs_root, tables_root
 from dml_core.vocabulary import PAPER_KEYS
 
 if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
@@ -64,30 +71,7 @@ def add_parser(subparsers) -> None:
         "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
         "`dml recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
     )
-    parser.add_argument("--data-root", type=Path, help="prepared datasets (default: $DML_DATA_ROOT, ./data)")
-    parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
-    parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
-    parser.add_argument("--runs", type=Path, help="run folders (default: $DML_RUNS_DIR or ./runs)")
-    parser.add_argument("--results", type=Path, help="results root (default: $DML_RESULTS_DIR or ./results)")
-    parser.add_argument("--tables", type=Path, help="tables root (default: $DML_TABLES_DIR or ./tables)")
-    parser.add_argument("--papers-dir", type=Path, help="published tables root (default: the repository's papers/)")
-    parser.add_argument("--tolerances", type=Path, help="tolerances file (default: reproduce/tolerances.yaml)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument(
-        "--linear-jobs",
-        type=positive_int,
-        default=1,
-        help="processes for the grid searches of the linear plans (reproduce/KEY/linear/, anml Table 2); "
-        "the numbers do not depend on it",
-    )
-    parser.add_argument(
-        "--pipeline",
-        choices=("auto", "pil", "cache"),
-        help="data.pipeline of every deep recipe (default: as the recipe says, auto: on CUDA the decoded uint8 "
-        "cache where its batches are the PIL path's, i.e. random crops, with crops, flips and normalisation on the "
-        "device; the PIL path elsewhere); the preflight prepares missing caches the disk can hold; recorded as an "
-        "override, which leaves the content hash as it is where both give the same batches",
-    )
+    add_run_options(parser)
     _add_launcher_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -173,24 +157,13 @@ def run(args: argparse.Namespace) -> int:
     _check_workers_flag(args)
     paper = PaperRun(
         args.paper,
-        recipes_dir=args.recipes,
-        runs_root=args.runs or runs_root(),
-        results_root=args.results or results_root(),
-        tables_root=args.tables or tables_root(),
-        smoke=args.smoke,
-        mini=args.mini,
+        tier=chosen_tier(args),
         workers=args.workers,
         seeds=args.seeds,
         only=args.only,
-        data_root=args.data_root,
-        device=args.device,
-        papers_dir=args.papers_dir,
-        tolerances_path=args.tolerances,
-        progress=not args.no_progress,
-        linear_jobs=args.linear_jobs,
-        pipeline=args.pipeline,
         readings=parse_reading_choices(args.readings),
         rerun=args.rerun,
+        **run_options(args),
     )
     if args.launcher == "inline":
         report = reproduce(paper)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dml_core.commands.options import chosen_tier
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.vocabulary import PAPER_KEYS
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             tables_root=tables,
             recipes_dir=args.recipes,
             tolerances=tolerances,
-            smoke=args.smoke,
+            tier=chosen_tier(args),
             papers_dir=args.papers_dir,
             draw_plots=not args.no_plots,
             data_root=resolve_data_root(args.data_root),
@@ -79,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"REFUSED {refusal}", file=sys.stderr)
         for note in paper.notes:
             print(f"note: {note}", file=sys.stderr)
-    print(write_index(tables, tolerances, args.smoke, args.papers_dir))
+    print(write_index(tables, tolerances, chosen_tier(args), args.papers_dir))
     refused = [refusal for paper in built for refusal in paper.refused]
     if not args.check:
         return 0
-    gate = check_long_forms({paper.key: paper.long_form for paper in built}, {}, args.smoke)
-    print("\n".join(gate_lines(gate, args.smoke)))
+    gate = check_long_forms({paper.key: paper.long_form for paper in built}, {}, chosen_tier(args))
+    print("\n".join(gate_lines(gate, chosen_tier(args))))
     if refused:
         print(f"check: {len(refused)} results file(s) refused by the results gate (on stderr): fails")
     return 1 if gate.failures or refused else 0

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.commands.options import add_reading_option
+from dml_core.commands.options import add_reading_option, chosen_tier
 from dml_core.output_paths import runs_root
+from dml_core.tier import Tier
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +38,13 @@ def add_parser(subparsers) -> None:
         help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke|-mini])",
     )
     parser.add_argument("--results", type=Path, help="results file (default: <out>/results.json)")
-    parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out; skip if finished")
+    parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="train a finished run again (its results file exists) and replace its results once the new ones are "
+        "complete; without it a finished run is skipped when its recipe is the same and refused when it differs",
+    )
     tier = parser.add_mutually_exclusive_group()
     tier.add_argument(
         "--smoke",
@@ -58,9 +65,11 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
-    from dml_core.recipes import check_reading_choices, mini_version, parse_reading_choices, resolve_run, smoke_version
+    from dml_core.finished_runs import check_finished_run
+    from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import split_tier_overrides, with_overrides
+    from dml_core.runner.plan import TIER_VERSIONS
     from dml_core.training import train
     from dml_core.training.trainer import RESULTS_NAME
     from dml_core.writable import require_writable_file, require_writable_folder
@@ -71,25 +80,30 @@ def run(args: argparse.Namespace) -> int:
     recipe = run_definition.recipe(choices)
     shrink_settings, overrides = split_tier_overrides(args.overrides)
     recipe = with_overrides(recipe, shrink_settings)
-    if args.smoke:
-        recipe = smoke_version(recipe)
-    if args.mini:
-        recipe = mini_version(recipe)
+    tier = chosen_tier(args)
+    recipe = TIER_VERSIONS[tier](recipe)
     recipe = with_overrides(recipe, overrides)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
-    name = f"{recipe.run_name}-seed{recipe.training.seed}{'-smoke' if args.smoke else '-mini' if args.mini else ''}"
+    name = f"{recipe.run_name}-seed{recipe.training.seed}{'' if tier == Tier.FULL else f'-{tier}'}"
     out = args.out or runs_root() / name
     # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
     require_writable_folder(out, "--out")
-    require_writable_file(args.results or out / RESULTS_NAME, "--results")
+    results_path = args.results or out / RESULTS_NAME
+    require_writable_file(results_path, "--results")
+    if not args.rerun and check_finished_run(results_path, recipe):  # another recipe's results: refused there
+        print(
+            f"{results_path}: finished earlier with this recipe (hash {recipe.content_hash()[:12]}), skipped; "
+            "--rerun trains it again"
+        )
+        return 0
     path = train(
         recipe,
         out,
         recipe_path=run_definition.file,
         overrides=args.overrides,
-        smoke=args.smoke,
-        mini=args.mini,
+        tier=tier,
         resume=args.resume,
+        rerun=args.rerun,
         data_root=args.data_root,
         device=args.device,
         progress=not args.no_progress,

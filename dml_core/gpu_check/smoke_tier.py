@@ -24,6 +24,7 @@ from dml_core.output_paths import RECIPES_DIR, results_folder
 from dml_core.recipe import Recipe
 from dml_core.results import ResultsFile, load_results
 from dml_core.runner.inline import PaperRun, reproduce
+from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 
 
@@ -45,7 +46,7 @@ class WithLoaderWorkers(PaperRun):
 
 def result_devices(results_root: Path, key: str) -> Counter:
     """How many of the paper's smoke results files record each training device."""
-    folder = results_folder(results_root, key, smoke=True)
+    folder = results_folder(results_root, key, Tier.SMOKE)
     loaded = [load_results(path) for path in sorted(folder.glob("*.json"))]
     return Counter(str(results.environment.get("device")) for results in loaded if isinstance(results, ResultsFile))
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paper = WithLoaderWorkers(
         args.paper, recipes_dir=RECIPES_DIR, runs_root=args.out / "runs", results_root=args.out / "results",
-        tables_root=args.out / "tables", smoke=True, only=args.only, data_root=args.data_root, device=args.device,
+        tables_root=args.out / "tables", tier=Tier.SMOKE, only=args.only, data_root=args.data_root, device=args.device,
         progress=False, pipeline=args.pipeline, loader_workers=args.loader_workers,
     )  # fmt: skip
     report = reproduce(paper)

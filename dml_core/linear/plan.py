@@ -24,6 +24,7 @@ from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS, get_uci_dataset, uci_key
 from dml_core.registry import Registry
 from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.tier import Tier
 from dml_core.vocabulary import PaperKey
 
 LINEAR_PLANS_FOLDER = "linear"
@@ -108,7 +109,7 @@ def smoke_plan(plan: LinearPlan) -> LinearPlan:
     return plan.model_copy(update=plan.smoke.model_dump())
 
 
-def run_settings(plan: LinearPlan, method: str, smoke: bool) -> dict:
+def run_settings(plan: LinearPlan, method: str, tier: Tier) -> dict:
     """Everything that decides one method's numbers under a (resolved) plan; its hash identifies the run."""
     return {
         "dataset": plan.dataset,
@@ -120,7 +121,7 @@ def run_settings(plan: LinearPlan, method: str, smoke: bool) -> dict:
         "grid": {name: list(values) for name, values in thin_grid(PAPER_GRIDS[method], plan.grid_every).items()},
         "cv_folds": plan.cv_folds,
         "solver": asdict(SolverConfig(max_iterations=plan.max_iterations)),
-        "smoke": smoke,
+        "smoke": tier == Tier.SMOKE,
     }
 
 

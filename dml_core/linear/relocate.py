@@ -37,7 +37,7 @@ def relocate_plan_path(results_path: str | Path, recipes_dir: Path = RECIPES_DIR
     if not plan_file.is_file():
         raise InputError(f"{results_path}: field plan.id: expected a plan file {recorded_path(plan_file)}, found none")
     plan = load_linear_plan(plan_file)
-    found = settings_hash(run_settings(smoke_plan(plan) if results.smoke else plan, results.method, results.smoke))
+    found = settings_hash(run_settings(smoke_plan(plan) if results.smoke else plan, results.method, results.tier))
     if found != results.plan.sha256:
         raise InputError(
             f"{results_path}: field plan.sha256: expected the settings hash of {recorded_path(plan_file)} for "

@@ -10,6 +10,7 @@ from dml_core.linear.plan import TABLE2_ID, table2_row_id
 from dml_core.linear.protocol import N_FOLDS, PAPER_SPLITS, Table2Result
 from dml_core.provenance import environment
 from dml_core.results import SCHEMA_VERSION, LinearProtocolRecord, write_results
+from dml_core.tier import Tier
 
 PREPROCESSING = "z-score per feature, then PCA to 150 dimensions above 150 features; both fitted on the train part"
 
@@ -20,7 +21,7 @@ def linear_results_payload(
     paper: str,
     plan: dict,
     grid_every: int,
-    smoke: bool,
+    tier: Tier,
     git: dict,
 ) -> dict:
     """The results-file payload of ``result``; ``plan`` is the ``plan`` record (id, path, sha256, overrides);
@@ -40,7 +41,7 @@ def linear_results_payload(
         "method": settings["method_key"],
         "method_name": result.method,
         "seed": settings["seed"],
-        "smoke": smoke,
+        "tier": tier.value,
         "git": git,
         "environment": {**environment(), "device": "cpu", "sklearn": settings["versions"]["sklearn"]},
         "protocol": {

@@ -1,5 +1,6 @@
 """Running a paper: the one package behind `dml reproduce`, `dml nightly` and the `reproduce-<key>` nox sessions.
 
+- ``run_options``: ``RunOptions``, the options ``dml reproduce`` and ``dml nightly`` share (roots, device, pipeline);
 - ``plan``: which runs (every run x seed of the recipe files, or the mini tier's headline comparison; the linear
   plans), each resolved and placed, and which are finished;
 - ``preflight``: what they need before anything trains (parameters, datasets, weight files, writable places);

@@ -6,8 +6,8 @@ to prepare what is missing), train every run x seed (resumable: a run whose resu
 content hash is skipped, an interrupted one continues from its checkpoint; ``rerun=True`` trains finished runs
 again and replaces each results file once the new one is complete), then build the tables. Each run's log line
 gives an ETA for the runs left, from the pace of those this invocation trained.
-``smoke=True`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
-``mini=True`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
+``tier=Tier.SMOKE`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
+``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
 (the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
 writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
 
@@ -35,11 +35,13 @@ from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
-from dml_core.runner.preflight import missing_inputs, recipe_problems, unwritable_outputs
+from dml_core.runner.preflight import missing_inputs, recipe_problems, results_of_other_recipes, unwritable_outputs
+from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
 from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.tables.timing import readable_duration
+from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
 from dml_core.training.distributed import Process
 
@@ -55,30 +57,22 @@ class ReproduceReport:
 
 
 @dataclass(frozen=True)
-class PaperRun:
-    """One paper's reproduction: which runs (``smoke``, ``mini``, ``seeds``, ``only``), where it reads and writes, and
-    how it trains (``data_root``, ``device``, ``progress``): the options of ``dml reproduce``, whichever runner
-    (this process: ``reproduce``; jobs: ``dml_core.runner.jobs.launch_paper``) trains the runs."""
+class PaperRun(RunOptions):
+    """One paper's reproduction: which runs (``tier``, ``seeds``, ``only``), where it reads and writes, and how it
+    trains (``RunOptions``, shared with ``dml nightly``): the options of ``dml reproduce``, whichever runner (this
+    process: ``reproduce``; jobs: ``dml_core.runner.jobs.launch_paper``) trains the runs."""
 
     key: str
-    recipes_dir: Path
-    runs_root: Path
-    results_root: Path
-    tables_root: Path
-    smoke: bool = False
+    # mini: the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
+    tier: Tier = Tier.FULL
     seeds: Sequence[int] | None = None
     only: Sequence[str] = ()
-    data_root: Path | None = None
-    device: str | None = None
-    papers_dir: Path | None = None
-    tolerances_path: Path | None = None
-    progress: bool = True
-    linear_jobs: int = 1  # processes for the linear plans' grid searches (the numbers do not depend on it)
-    pipeline: str | None = None  # "auto", "pil" or "cache" for every deep recipe's data.pipeline; None: the recipe's
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
-    mini: bool = False  # the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
 
     def preflight(self, log: Callable[[str], None] = print) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
         """Plan every recipe x seed and every linear plan, and check what they need before anything trains
@@ -89,21 +83,18 @@ class PaperRun:
         Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
         (read now: a bad file should not cost a night of training before the tables fail).
         """
-        if self.smoke and self.mini:
-            raise InputError("--smoke and --mini: choose one tier")
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         seeds = self.seeds
-        if self.mini:  # the headline comparison only (within --only, if given); no linear plans
+        if self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
             comparison = load_mini_comparison(self.recipes_dir, self.key)
             paper = load_paper(self.key, Path(self.recipes_dir))
             chosen = mini_runs(paper, comparison, mini_file(self.recipes_dir, self.key))
             deep = [run for run in chosen if not self.only or run.id in self.only]
             linear_paths, seeds = [], self.seeds if self.seeds is not None else MINI_SEEDS
         plans = plan_runs(
-            self.key, deep, seeds, self.smoke, self.runs_root, self.results_root, self.pipeline, self.readings,
-            mini=self.mini,
+            self.key, deep, seeds, self.tier, self.runs_root, self.results_root, self.pipeline, self.readings
         )  # fmt: skip
-        linear_runs = plan_linear_runs(self.key, linear_paths, self.smoke, self.results_root, self.runs_root)
+        linear_runs = plan_linear_runs(self.key, linear_paths, self.tier, self.results_root, self.runs_root)
         linear_runs = selected_linear_runs(linear_runs, self.only)
         bad = recipe_problems(plans)
         if bad:
@@ -114,6 +105,9 @@ class PaperRun:
         unwritable = unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
             raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
+        replaced = [] if self.rerun else results_of_other_recipes(plans)
+        if replaced:
+            raise InputError(f"paper {self.key}: finished runs of other recipes:\n  " + "\n  ".join(replaced))
         tolerances = load_tolerances(self.tolerances_path)
         if not Process.from_environment().active:  # last: nothing is written unless every check passed
             to_train = [plan for plan in plans if self.rerun or not is_finished(plan)]  # no cache for finished runs
@@ -127,8 +121,7 @@ class PaperRun:
             plan.run_dir,
             recipe_path=plan.recipe_path,
             overrides=list(plan.overrides),
-            smoke=plan.smoke,
-            mini=plan.mini,
+            tier=plan.tier,
             resume=True,
             data_root=self.data_root,
             device=self.device,
@@ -139,7 +132,7 @@ class PaperRun:
 
     def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables | MiniPage:
         """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper there is."""
-        if self.mini:
+        if self.tier == Tier.MINI:
             page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
             log(f"tables: {page.markdown_path}")
             return page
@@ -149,7 +142,7 @@ class PaperRun:
             tables_root=self.tables_root,
             recipes_dir=self.recipes_dir,
             tolerances=tolerances,
-            smoke=self.smoke,
+            tier=self.tier,
             papers_dir=self.papers_dir,
             data_root=resolve_data_root(self.data_root),
         )
@@ -158,7 +151,7 @@ class PaperRun:
             log(f"results gate: REFUSED {refusal}")
         for note in tables.notes:
             log(f"results gate: note: {note}")
-        log(f"tables index: {write_index(self.tables_root, tolerances, self.smoke, self.papers_dir)}")
+        log(f"tables index: {write_index(self.tables_root, tolerances, self.tier, self.papers_dir)}")
         return tables
 
 
@@ -181,7 +174,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     report = ReproduceReport()
     to_train = [paper.rerun or not is_finished(plan) for plan in plans]
     numbered = list(enumerate(plans, start=1))  # (position in the plan, run)
-    if paper.mini and not process.active:
+    if paper.tier == Tier.MINI and not process.active:
         _train_side_by_side(paper, numbered, to_train, report, log)
     else:
         _train_one_after_another(paper, numbered, to_train, report, log)
@@ -197,7 +190,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
 
 def _training_line(paper: PaperRun, plan: PlannedRun) -> str:
     again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
-    tier = " (smoke)" if plan.smoke else " (mini)" if plan.mini else ""
+    tier = "" if plan.tier == Tier.FULL else f" ({plan.tier})"
     return f"training{again}{tier} in {plan.run_dir}"
 
 

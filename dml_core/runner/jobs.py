@@ -43,6 +43,7 @@ from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.runner.inline import PaperRun, ReproduceReport
 from dml_core.runner.plan import PlannedRun, is_finished
+from dml_core.tier import Tier
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")
@@ -213,7 +214,7 @@ class TrainJob(submitit.helpers.Checkpointable):
         if submitit.JobEnvironment().num_tasks > 1:
             # torchrun's convention, which the trainer expects: all of the node's GPUs visible, LOCAL_RANK picks.
             submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
-        with one_cpu_thread() if self.paper.mini else contextlib.nullcontext():
+        with one_cpu_thread() if self.paper.tier == Tier.MINI else contextlib.nullcontext():
             return str(self.paper.train(self.plan))
 
 
@@ -263,7 +264,7 @@ def launch_paper(
     if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
         log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
-    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.smoke, paper.mini))
+    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.tier))
     todo, earlier = [], read_submissions(report.job_folder)
     for plan in plans:
         entry = earlier.get(plan.name)

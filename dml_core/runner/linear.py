@@ -25,6 +25,7 @@ from dml_core.output_paths import data_root as output_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class LinearRun:
     plan_path: Path | None
     plan: LinearPlan
     method: str
-    smoke: bool
+    tier: Tier
     overrides: tuple[str, ...]
     results_path: Path
     splits_path: Path | None = None  # finished splits of an interrupted run; None: no resuming
@@ -46,14 +47,14 @@ class LinearRun:
 
     @property
     def sha256(self) -> str:
-        return settings_hash(run_settings(self.plan, self.method, self.smoke))
+        return settings_hash(run_settings(self.plan, self.method, self.tier))
 
 
 def linear_runs(
     key: str,
     plan: LinearPlan,
     *,
-    smoke: bool,
+    tier: Tier,
     results_root: Path,
     plan_path: Path | None = None,
     overrides: Sequence[str] = (),
@@ -61,12 +62,12 @@ def linear_runs(
 ) -> list[LinearRun]:
     """One run per method of ``plan`` (shrunk by its ``smoke:`` block when ``smoke``); with ``runs_root``,
     each keeps its finished splits in its run folder there and resumes from them."""
-    resolved = smoke_plan(plan) if smoke else plan
+    resolved = smoke_plan(plan) if tier == Tier.SMOKE else plan
 
     def splits_path(method: str) -> Path | None:
         if runs_root is None:
             return None
-        return run_folder(runs_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke) / "splits.json"
+        return run_folder(runs_root, key, table2_row_id(method, resolved.dataset), resolved.seed, tier) / "splits.json"
 
     return [
         LinearRun(
@@ -74,9 +75,9 @@ def linear_runs(
             plan_path=plan_path,
             plan=resolved,
             method=method,
-            smoke=smoke,
+            tier=tier,
             overrides=tuple(overrides),
-            results_path=results_file(results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, smoke),
+            results_path=results_file(results_root, key, table2_row_id(method, resolved.dataset), resolved.seed, tier),
             splits_path=splits_path(method),
         )
         for method in resolved.methods
@@ -84,7 +85,7 @@ def linear_runs(
 
 
 def plan_linear_runs(
-    key: str, plan_paths: Sequence[Path], smoke: bool, results_root: Path, runs_root: Path | None = None
+    key: str, plan_paths: Sequence[Path], tier: Tier, results_root: Path, runs_root: Path | None = None
 ) -> list[LinearRun]:
     """Every method of every plan file (resumable when ``runs_root`` is given)."""
     runs: list[LinearRun] = []
@@ -92,7 +93,7 @@ def plan_linear_runs(
         plan = load_linear_plan(path)
         if plan.paper != key:
             raise InputError(f"{path}: field paper: expected {key!r}, found {plan.paper!r}")
-        runs += linear_runs(key, plan, smoke=smoke, results_root=results_root, plan_path=path, runs_root=runs_root)
+        runs += linear_runs(key, plan, tier=tier, results_root=results_root, plan_path=path, runs_root=runs_root)
     return runs
 
 
@@ -173,7 +174,7 @@ def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[d
         paper=run.key,
         plan=record,
         grid_every=run.plan.grid_every,
-        smoke=run.smoke,
+        tier=run.tier,
         git=git_record(git_segments),
     )
 
@@ -209,7 +210,9 @@ def reproduce_linear(
             skipped.append(run.name)
             continue
         eta = clock.eta(sum(to_run[number - 1 :]))
-        start = f"{prefix}: Table 2 protocol{' (smoke)' if run.smoke else ''}, {run.plan.splits} splits{eta}"
+        start = (
+            f"{prefix}: Table 2 protocol{' (smoke)' if run.tier == Tier.SMOKE else ''}, {run.plan.splits} splits{eta}"
+        )
         clock.start()
         execute_linear_run(
             run, data_root=data_root, jobs=jobs, announce=lambda resuming, start=start: log(start + resuming)

@@ -21,8 +21,8 @@ from pathlib import Path
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
-from dml_core.output_paths import RECIPES_DIR
 from dml_core.runner.inline import PaperRun, reproduce
+from dml_core.runner.run_options import RunOptions
 from dml_core.tables.check import Failure, Waived, check_long_forms, gate_lines
 from dml_core.tables.history import (
     Baseline,
@@ -34,9 +34,10 @@ from dml_core.tables.history import (
     record_nightly,
 )
 from dml_core.tables.trends import draw_trends
+from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 
-TIERS = ("full", "smoke")
+TIERS = (Tier.FULL, Tier.SMOKE)
 MANIFEST_NAME = "nightly.json"
 SHOWN_CHANGES = 12  # changed lines listed one by one; the rest are counted
 
@@ -101,41 +102,21 @@ def start_manifest(folder: Path, name: str, tier: str, code: dict, now: dt.datet
 
 
 @dataclass(frozen=True)
-class Nightly:
+class Nightly(RunOptions):
     """What ``dml nightly`` runs (``papers`` at ``tier``) and the roots its folders go under; the other fields are
-    ``dml reproduce``'s options, passed to every paper."""
+    the ``RunOptions`` it shares with ``dml reproduce``, passed to every paper."""
 
     papers: Sequence[str]
-    tier: str
-    results_root: Path
-    runs_root: Path
-    tables_root: Path
+    tier: Tier
     name: str | None = None  # default: nightly_name of the code and the date
-    recipes_dir: Path = RECIPES_DIR
-    papers_dir: Path | None = None
-    tolerances_path: Path | None = None
-    data_root: Path | None = None
-    device: str | None = None
-    pipeline: str | None = None
-    progress: bool = True
-    linear_jobs: int = 1
 
     def paper_run(self, key: str, name: str) -> PaperRun:
-        return PaperRun(
-            key,
-            recipes_dir=self.recipes_dir,
-            runs_root=nightly_folder(self.runs_root) / name,
-            results_root=nightly_folder(self.results_root) / name,
-            tables_root=nightly_folder(self.tables_root) / name,
-            smoke=self.tier == "smoke",
-            data_root=self.data_root,
-            device=self.device,
-            papers_dir=self.papers_dir,
-            tolerances_path=self.tolerances_path,
-            progress=self.progress,
-            linear_jobs=self.linear_jobs,
-            pipeline=self.pipeline,
-        )
+        own_folders = {
+            "runs_root": nightly_folder(self.runs_root) / name,
+            "results_root": nightly_folder(self.results_root) / name,
+            "tables_root": nightly_folder(self.tables_root) / name,
+        }
+        return PaperRun(key, tier=Tier(self.tier), **{**self.run_options(), **own_folders})
 
 
 @dataclass
@@ -191,7 +172,7 @@ def run_nightly(
 
     report.baseline = previous_passing(history, nightly.tier, name)
     previous = report.baseline.values if report.baseline else {}
-    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, nightly.tier == "smoke")
+    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, Tier(nightly.tier))
     report.failures, report.waived = gate.failures, gate.waived
     report.changed = changed_lines(gate.values, previous)
     report.passed = not gate.failures and not report.failed_runs and not report.refused
@@ -224,7 +205,7 @@ def run_nightly(
             log(f"  ... and {len(report.changed) - SHOWN_CHANGES} more (tables/nightly/history.csv has every value)")
     else:
         log(f"no earlier passing {nightly.tier} nightly in {history_file}: compared with {published or 'nothing'}")
-    for line in gate_lines(gate, nightly.tier == "smoke"):
+    for line in gate_lines(gate, Tier(nightly.tier)):
         log(line)
     for run, reason in report.failed_runs.items():
         log(f"  RUN FAILED {run}: {reason}")

@@ -9,18 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.errors import InputError
+from dml_core.finished_runs import is_finished_run
 from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan, table2_row_id
 from dml_core.output_paths import results_file, run_folder
 from dml_core.recipe import Recipe, mini_version, smoke_version
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.compose import RunDefinition
 from dml_core.runner.linear import LinearRun
-from dml_core.training.trainer import is_finished_run
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run x seed: the resolved recipe (seed set, readings chosen, smoke- or mini-shrunk if asked) and where it
+    """One run x seed: the resolved recipe (seed set, readings chosen, shrunk to its tier) and where it
     writes."""
 
     run: RunDefinition
@@ -28,8 +29,7 @@ class PlannedRun:
     recipe: Recipe
     run_dir: Path
     results_path: Path
-    smoke: bool = False
-    mini: bool = False
+    tier: Tier = Tier.FULL
 
     @property
     def recipe_path(self) -> Path:
@@ -42,6 +42,9 @@ class PlannedRun:
         readings after a ``~``)."""
         return f"{self.recipe.run_name} seed {self.recipe.training.seed}"
 
+
+# How each tier shrinks a recipe.
+TIER_VERSIONS = {Tier.FULL: lambda recipe: recipe, Tier.SMOKE: smoke_version, Tier.MINI: mini_version}
 
 # The mini tier's seeds when none are given: its page reports mean +- std over them.
 MINI_SEEDS = (0, 1, 2)
@@ -90,15 +93,14 @@ def plan_runs(
     key: str,
     runs: Sequence[RunDefinition],
     seeds: Sequence[int] | None,
-    smoke: bool,
+    tier: Tier,
     runs_root: Path,
     results_root: Path,
     pipeline: str | None = None,
     readings: Mapping[str, str] | None = None,
-    mini: bool = False,
 ) -> list[PlannedRun]:
     """Every run x seed (``seeds=None``: each run's own ``training.seed``) under ``readings`` (reading -> value,
-    for the runs that rest on it; the others at their defaults), shrunk to its smoke or mini version if asked;
+    for the runs that rest on it; the others at their defaults), shrunk to its ``tier``'s version;
     ``pipeline`` overrides every recipe's ``data.pipeline``. The seed and pipeline are recorded as the run's
     overrides."""
     choices = dict(readings or {})
@@ -110,19 +112,15 @@ def plan_runs(
             recipe = run.recipe(choices, overrides)
             if recipe.paper != key:
                 raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
-            if smoke:
-                recipe = smoke_version(recipe)
-            if mini:
-                recipe = mini_version(recipe)
+            recipe = TIER_VERSIONS[tier](recipe)
             plans.append(
                 PlannedRun(
                     run=run,
                     overrides=overrides,
                     recipe=recipe,
-                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, smoke, mini),
-                    results_path=results_file(results_root, key, recipe.run_name, seed, smoke, mini),
-                    smoke=smoke,
-                    mini=mini,
+                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, tier),
+                    results_path=results_file(results_root, key, recipe.run_name, seed, tier),
+                    tier=tier,
                 )
             )
     return plans

@@ -11,6 +11,7 @@ from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
@@ -60,6 +61,19 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
         elif weights not in ("random", GLYPH_PRETRAINED) and not Path(weights).expanduser().is_file():
             problems.append(f"{plan.recipe_path}: field model.weights: file {weights} not found")
     return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
+
+
+def results_of_other_recipes(plans: Sequence[PlannedRun]) -> list[str]:
+    """Every planned run whose results file holds another recipe's finished run (an edited recipe, another
+    version of the code's shrink): training would replace those numbers, so it is refused unless ``--rerun``
+    (the finished-run rule ``dml train`` follows too)."""
+    problems = []
+    for plan in plans:
+        try:
+            check_finished_run(plan.results_path, plan.recipe)
+        except OtherRecipesResults as error:  # a damaged file is raised as it is: one line
+            problems.append(str(error))
+    return problems
 
 
 def unwritable_outputs(

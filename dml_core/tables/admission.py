@@ -44,6 +44,7 @@ from dml_core.schema import format_validation_error
 from dml_core.tables.index_check import IndexCheck
 from dml_core.tables.join import LoadedResults, Refusal, read_results_folder
 from dml_core.tables.planned import Plan
+from dml_core.tier import Tier
 
 # The ``--set`` overrides a pinned run may carry: which seed it is, and how its images reach the model.
 ALLOWED_OVERRIDES = ("training.seed", "data.pipeline")
@@ -71,7 +72,7 @@ def _rows_text(pairs) -> str:
     return ", ".join(f"{table}/{row}" for table, row in pairs) or "none"
 
 
-def check_rows(results: AnyResults, paper: PublishedPaper, smoke: bool) -> None:
+def check_rows(results: AnyResults, paper: PublishedPaper, tier: Tier) -> None:
     """The file names this paper and rows that exist; in full tables, rows of its dataset."""
     if results.paper != paper.paper.key:
         raise _field("paper", repr(paper.paper.key), repr(results.paper))
@@ -80,7 +81,7 @@ def check_rows(results: AnyResults, paper: PublishedPaper, smoke: bool) -> None:
             row = find_row(paper, target.table, target.row)
         except InputError as error:
             raise _Refused(f"field targets: {error}") from None
-        if not smoke and row.dataset != results.dataset:
+        if tier != Tier.SMOKE and row.dataset != results.dataset:
             generated = results.dataset in DATASETS and DATASETS[results.dataset].generated
             why = " (a generated set of the CPU tiers: its numbers stand for no published row)" if generated else ""
             raise _field(
@@ -102,18 +103,18 @@ def _chosen_readings(results: ResultsFile, run) -> dict[str, str]:
     return dict(readings)
 
 
-def _describe(run_id: str, readings: Mapping[str, str], overrides: list[str], smoke: bool) -> str:
+def _describe(run_id: str, readings: Mapping[str, str], overrides: list[str], tier: Tier) -> str:
     parts = [f"run {run_id} of the recipes"]
     if readings:
         parts.append("under " + ", ".join(f"{name}={value}" for name, value in sorted(readings.items())))
     if overrides:
         parts.append("with " + ", ".join(overrides))
-    if smoke:
+    if tier == Tier.SMOKE:
         parts.append("smoke-shrunk")
     return " ".join(parts)
 
 
-def pinned_recipe(results: ResultsFile, plan: Plan, smoke: bool) -> Recipe:
+def pinned_recipe(results: ResultsFile, plan: Plan, tier: Tier) -> Recipe:
     """The recipe the file must have run: its run in the catalog, under its readings and allowed overrides, and
     its hash checked against the file's (see the module docstring)."""
     record = results.recipe
@@ -132,11 +133,11 @@ def pinned_recipe(results: ResultsFile, plan: Plan, smoke: bool) -> Recipe:
         recipe = run.recipe(readings, record.overrides)
     except InputError as error:
         raise _Refused(f"field recipe.overrides: {error}") from None
-    recipe = smoke_version(recipe) if smoke else recipe
+    recipe = smoke_version(recipe) if tier == Tier.SMOKE else recipe
     if record.sha256 not in recipe.hashes_of_this_computation():
         raise _field(
             "recipe.sha256",
-            f"{recipe.content_hash()[:12]}… ({_describe(run.id, readings, record.overrides, smoke)})",
+            f"{recipe.content_hash()[:12]}… ({_describe(run.id, readings, record.overrides, tier)})",
             f"{record.sha256[:12]}…: the recipe changed since the run, or the run was not this recipe",
         )
     try:
@@ -243,13 +244,13 @@ def check_numbers(results: ResultsFile, recipe: Recipe) -> None:
         _check_pick(f"selections.{name}", record, picks[name])
 
 
-def results_problem(results: AnyResults, paper: PublishedPaper, plan: Plan, smoke: bool) -> str | None:
+def results_problem(results: AnyResults, paper: PublishedPaper, plan: Plan, tier: Tier) -> str | None:
     """Why the gate refuses ``results`` (one line: field, expected, found), or None when it admits it (the index
     aside: :class:`~dml_core.tables.index_check.IndexCheck`)."""
     try:
-        check_rows(results, paper, smoke)
+        check_rows(results, paper, tier)
         if isinstance(results, ResultsFile):
-            recipe = pinned_recipe(results, plan, smoke)
+            recipe = pinned_recipe(results, plan, tier)
             check_identity(results, recipe)
             check_numbers(results, recipe)
     except _Refused as refusal:
@@ -258,15 +259,15 @@ def results_problem(results: AnyResults, paper: PublishedPaper, plan: Plan, smok
 
 
 def admit_results(
-    paper: PublishedPaper, plan: Plan, folder: str | Path, *, smoke: bool, data_root: Path | None
+    paper: PublishedPaper, plan: Plan, folder: str | Path, *, tier: Tier, data_root: Path | None
 ) -> Admission:
     """The gate over one paper's results folder. ``data_root``: where to find the prepared datasets whose index
     the deep files must have used (None: not compared, and the notes say so)."""
-    loaded, refused = read_results_folder(folder, smoke)
+    loaded, refused = read_results_folder(folder, tier)
     index = IndexCheck(data_root) if data_root is not None else None
     admitted = []
     for item in loaded:
-        problem = results_problem(item.results, paper, plan, smoke)
+        problem = results_problem(item.results, paper, plan, tier)
         if problem is None and index is not None and isinstance(item.results, ResultsFile):
             problem = index.problem(item.path, item.results)
         if problem is None:

@@ -26,6 +26,7 @@ from dml_core.tables.planned import load_plan
 from dml_core.tables.query_intervals import QueryBootstrap
 from dml_core.tables.timing import timing_frame
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -44,24 +45,24 @@ class PaperTables:
 
 
 def paper_verdicts(
-    paper: PublishedPaper, frame: pd.DataFrame, tolerances: Tolerances, smoke: bool, papers_dir: Path | None = None
+    paper: PublishedPaper, frame: pd.DataFrame, tolerances: Tolerances, tier: Tier, papers_dir: Path | None = None
 ) -> list[ClaimVerdict]:
     """The paper's claims judged on ``frame`` (none when the paper has no claims file)."""
     key = paper.paper.key
     if not claims_path(key, papers_dir).is_file():
         return []
-    return evaluate_claims(load_claims(key, papers_dir), paper, frame, tolerances, smoke)
+    return evaluate_claims(load_claims(key, papers_dir), paper, frame, tolerances, tier)
 
 
 def draw_figures(
-    paper: PublishedPaper, frame: pd.DataFrame, loaded: list[LoadedResults], folder: Path, smoke: bool
+    paper: PublishedPaper, frame: pd.DataFrame, loaded: list[LoadedResults], folder: Path, tier: Tier
 ) -> tuple[dict[str, Path], dict[str, Path]]:
     """Each table's comparison figure and training-curves figure (where it has them); PNGs of earlier builds
     that this one did not draw (per-row plots, tables no longer run) are removed."""
     compared, curves = {}, {}
     for table in paper.tables:
         lines = frame[frame["table"] == table.id]
-        drawn = figures.table_figure(table, lines, folder / f"{table.id}.png", smoke)
+        drawn = figures.table_figure(table, lines, folder / f"{table.id}.png", tier)
         if drawn is not None:
             compared[table.id] = drawn
         if table.kind == "training_time":
@@ -71,7 +72,7 @@ def draw_figures(
             results = item.results
             if isinstance(results, ResultsFile) and any(t.table == table.id for t in results.targets):
                 runs[(results.recipe.id, run_variant(results))].append(results)
-        drawn = figures.curves_figure(table.id, runs, folder / f"{table.id}-curves.png", smoke)
+        drawn = figures.curves_figure(table.id, runs, folder / f"{table.id}-curves.png", tier)
         if drawn is not None:
             curves[table.id] = drawn
     kept = {*compared.values(), *curves.values()}
@@ -88,7 +89,7 @@ def build_paper_tables(
     tables_root: Path,
     recipes_dir: Path,
     tolerances: Tolerances,
-    smoke: bool,
+    tier: Tier,
     papers_dir: Path | None = None,
     draw_plots: bool = True,
     intervals: PerQueryIntervals | None = None,
@@ -100,15 +101,15 @@ def build_paper_tables(
     results file (``intervals``, by default ``QueryBootstrap``)."""
     paper = load_published(key, papers_dir)
     plan = load_plan(recipes_dir, key)
-    folder = results_folder(results_root, key, smoke)
-    admission = admit_results(paper, plan, folder, smoke=smoke, data_root=data_root)  # the gate: refused, not rows
+    folder = results_folder(results_root, key, tier)
+    admission = admit_results(paper, plan, folder, tier=tier, data_root=data_root)  # the gate: refused, not rows
     loaded = admission.admitted
     intervals = intervals if intervals is not None else QueryBootstrap(loaded)  # single seeds: bootstrap over queries
     gaps = load_known_gaps(paper, papers_dir)
-    frame = apply_waivers(join(paper, loaded, tolerances, plan.targets, smoke=smoke, intervals=intervals), gaps)
-    path = tables_markdown(tables_root, key, smoke)
+    frame = apply_waivers(join(paper, loaded, tolerances, plan.targets, tier=tier, intervals=intervals), gaps)
+    path = tables_markdown(tables_root, key, tier)
     write_long_form(long_form_path(path), frame)
-    compared, curves = draw_figures(paper, frame, loaded, path.with_suffix(""), smoke) if draw_plots else ({}, {})
+    compared, curves = draw_figures(paper, frame, loaded, path.with_suffix(""), tier) if draw_plots else ({}, {})
     inputs = markdown.PageInputs(
         paper=paper,
         frame=frame,
@@ -116,9 +117,9 @@ def build_paper_tables(
         loaded=loaded,
         plan=plan,
         tolerances=tolerances,
-        verdicts=paper_verdicts(paper, frame, tolerances, smoke, papers_dir),
+        verdicts=paper_verdicts(paper, frame, tolerances, tier, papers_dir),
         gaps=gaps,
-        smoke=smoke,
+        tier=tier,
         markdown_dir=path.parent,
         root=REPOSITORY_ROOT,
         figures=compared,

@@ -23,6 +23,7 @@ import pandas as pd
 from dml_core.tables.join import BELOW, WAIVED
 from dml_core.tables.long_form import read_long_form
 from dml_core.tables.noise import BOOTSTRAP, TOLERANCE
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def gate_text(line) -> str:
     return f"the measured spread {line.gate:.2f} ({line.gate_basis}, above the tolerance {line.tolerance:g})"
 
 
-def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | None, smoke: bool) -> list[Failure]:
+def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | None, tier: Tier) -> list[Failure]:
     """Every failing line of one paper's long form (see the module docstring for the rules)."""
     failures = []
     for line in frame.itertuples():
@@ -95,7 +96,7 @@ def check_paper(key: str, frame: pd.DataFrame, previous: Mapping[str, float] | N
             Failure(key, line.table, line.row, str(line.recipe), line.metric, reason)
         )
         measured = not math.isnan(line.reproduced)
-        if measured and not smoke and line.status == BELOW:
+        if measured and tier != Tier.SMOKE and line.status == BELOW:
             fail(
                 f"{line.reproduced:.2f} is below published {line.published:g} minus {gate_text(line)} "
                 f"(delta {line.delta:+.2f})"
@@ -125,21 +126,25 @@ def waived_lines(key: str, frame: pd.DataFrame) -> list[Waived]:
     return waived
 
 
-def check_long_forms(paths: Mapping[str, Path], previous: Mapping[str, Mapping[str, float]], smoke: bool) -> GateReport:
+def check_long_forms(paths: Mapping[str, Path], previous: Mapping[str, Mapping[str, float]], tier: Tier) -> GateReport:
     """The gate over each paper's long-form CSV (``{paper: path}``) against the published numbers and the
     previous nightly's values (``{paper: {line key: value}}``, empty for none)."""
     failures, waived, values = [], [], {}
     for key, path in paths.items():
         frame = read_long_form(path)
-        failures += check_paper(key, frame, previous.get(key), smoke)
+        failures += check_paper(key, frame, previous.get(key), tier)
         waived += waived_lines(key, frame)
         values[key] = summarize(frame)
     return GateReport(failures, waived, values)
 
 
-def gate_lines(gate: GateReport, smoke: bool) -> list[str]:
+def gate_lines(gate: GateReport, tier: Tier) -> list[str]:
     """The gate's verdict as printed: the failing lines, then the waived ones (reported, not failed)."""
-    lines = ["smoke: numbers are never compared with the paper, only with the previous smoke nightly"] if smoke else []
+    lines = (
+        ["smoke: numbers are never compared with the paper, only with the previous smoke nightly"]
+        if tier == Tier.SMOKE
+        else []
+    )
     lines.append(f"check: {len(gate.failures)} failing line(s)" + (":" if gate.failures else ""))
     lines += [f"  FAIL {failure}" for failure in gate.failures]
     if gate.waived:

@@ -24,6 +24,7 @@ from dml_core.claims import Claim, Pair, PaperClaims
 from dml_core.published import PublishedPaper, find_row
 from dml_core.tables.noise import difference_noise
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 
 HOLDS, FAILS, WITHIN_NOISE, NOT_RUN, SMOKE = "holds", "fails", "within noise", "not run", "n/a (smoke)"
 VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, NOT_RUN)
@@ -166,7 +167,7 @@ def _comparison_verdict(pair_verdicts: list[str]) -> str:
 
 
 def evaluate_claims(
-    claims: PaperClaims, paper: PublishedPaper, frame: pd.DataFrame, tolerances: Tolerances, smoke: bool
+    claims: PaperClaims, paper: PublishedPaper, frame: pd.DataFrame, tolerances: Tolerances, tier: Tier
 ) -> list[ClaimVerdict]:
     """Every claim of the paper judged on the long form ``frame`` (smoke numbers are never judged)."""
     lines = _reproduced_lines(frame)
@@ -179,9 +180,11 @@ def evaluate_claims(
             for pair in claim.pairs(index):
                 better = _side(paper, lines, targeted, pair.table, pair.better, pair.metric, tolerances)
                 worse = _side(paper, lines, targeted, pair.table, pair.worse, pair.metric, tolerances)
-                judged.append(PairVerdict(pair, SMOKE if smoke else judge_pair(pair, better, worse), better, worse))
+                judged.append(
+                    PairVerdict(pair, SMOKE if tier == Tier.SMOKE else judge_pair(pair, better, worse), better, worse)
+                )
             pairs += judged
-            comparisons.append(SMOKE if smoke else _comparison_verdict([p.verdict for p in judged]))
-        verdict = SMOKE if smoke else combine(comparisons, claim.required)
+            comparisons.append(SMOKE if tier == Tier.SMOKE else _comparison_verdict([p.verdict for p in judged]))
+        verdict = SMOKE if tier == Tier.SMOKE else combine(comparisons, claim.required)
         verdicts.append(ClaimVerdict(claim, verdict, tuple(comparisons), tuple(pairs)))
     return verdicts

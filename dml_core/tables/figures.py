@@ -24,6 +24,7 @@ from dml_core.published import PublishedTable
 from dml_core.results import ResultsFile
 from dml_core.tables.labels import row_label, variant_label
 from dml_core.tables.sweeps import SweepPoint, sweep_points
+from dml_core.tier import Tier
 
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -65,15 +66,15 @@ def _measured(lines: pd.DataFrame) -> pd.DataFrame:
     return lines[lines["reproduced"].notna()]
 
 
-def table_figure(table: PublishedTable, lines: pd.DataFrame, path: Path, smoke: bool) -> Path | None:
+def table_figure(table: PublishedTable, lines: pd.DataFrame, path: Path, tier: Tier) -> Path | None:
     """The table's figure (sweep or grouped bars) from its long-form ``lines``; None when nothing is reproduced."""
     if _measured(lines).empty:
         return None
     with plt.rc_context(STYLE):
         points = sweep_points(table)
         figure = _sweep_figure(table, points, lines) if points else _bars_figure(table, lines)
-        figure.suptitle(f"{table.id}: published vs reproduced{SMOKE_NOTE if smoke else ''}", fontsize=10, x=0.02,
-                        ha="left")  # fmt: skip
+        note = SMOKE_NOTE if tier == Tier.SMOKE else ""
+        figure.suptitle(f"{table.id}: published vs reproduced{note}", fontsize=10, x=0.02, ha="left")
         figure.tight_layout(rect=(0, 0, 1, 0.95))
         return _save(figure, path)
 
@@ -165,7 +166,7 @@ def _bar_pairs(ax: plt.Axes, shown: pd.DataFrame, labels: list[str], vertical: b
 
 
 def curves_figure(
-    table_id: str, runs: Mapping[tuple[str, str], Iterable[ResultsFile]], path: Path, smoke: bool
+    table_id: str, runs: Mapping[tuple[str, str], Iterable[ResultsFile]], path: Path, tier: Tier
 ) -> Path | None:
     """Test R@1 against iteration for every run behind a table (a colour per recipe and reading, a line per
     seed, the selected evaluation starred); None when no run has two evaluations."""
@@ -188,7 +189,9 @@ def curves_figure(
         ax.set_xlabel("iteration")
         ax.set_ylabel("test R@1 (%)")
         seeds = sum(len(group) for group in curves.values())
-        ax.set_title(f"{table_id}: R@1 during training, {seeds} runs (* selected){SMOKE_NOTE if smoke else ''}")
+        ax.set_title(
+            f"{table_id}: R@1 during training, {seeds} runs (* selected){SMOKE_NOTE if tier == Tier.SMOKE else ''}"
+        )
         if len(curves) <= MAX_LEGEND:
             ax.legend(loc="lower right")
         figure.tight_layout()

@@ -31,6 +31,7 @@ from dml_core.published import PublishedPaper, PublishedRow, find_row
 from dml_core.results import AnyResults, LinearResultsFile, ResultsFile, load_results
 from dml_core.tables.noise import NoPerQueryData, PerQueryIntervals, bootstrap_interval, gate, line_spread
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 
 # A published ``<metric>_std`` beside ``<metric>`` is the ± of that metric's line (anml Table 2).
 SPREAD_SUFFIX = "_std"
@@ -96,7 +97,7 @@ class Refusal:
         return f"{self.path}: {self.reason}"
 
 
-def read_results_folder(folder: str | Path, smoke: bool) -> tuple[list[LoadedResults], list[Refusal]]:
+def read_results_folder(folder: str | Path, tier: Tier) -> tuple[list[LoadedResults], list[Refusal]]:
     """Every ``*.json`` results file in ``folder`` (none when the folder does not exist) that reads as a valid
     results file of the folder's kind (smoke or full) and is the only file of its run, readings and seed; every
     other file is a :class:`Refusal` (unreadable, not valid, smoke and full mixed, a second copy of a run)."""
@@ -110,8 +111,8 @@ def read_results_folder(folder: str | Path, smoke: bool) -> tuple[list[LoadedRes
         except InputError as error:
             refused.append(Refusal(path, str(error).removeprefix(f"{path}: ")))
             continue
-        if results.smoke != smoke:
-            expected = "smoke" if smoke else "full (not smoke)"
+        if results.smoke != (tier == Tier.SMOKE):
+            expected = "smoke" if tier == Tier.SMOKE else "full (not smoke)"
             refused.append(
                 Refusal(path, f"field smoke: expected {expected} results in {folder}, found {results.smoke}")
             )
@@ -130,12 +131,12 @@ def read_results_folder(folder: str | Path, smoke: bool) -> tuple[list[LoadedRes
     return loaded, refused
 
 
-def load_results_folder(folder: str | Path, smoke: bool) -> list[LoadedResults]:
+def load_results_folder(folder: str | Path, tier: Tier) -> list[LoadedResults]:
     """:func:`read_results_folder`, strict: the first file it refuses is an ``InputError`` naming it.
 
     Smoke and full runs never mix: a file whose ``smoke`` flag differs from ``smoke`` is an error.
     """
-    loaded, refused = read_results_folder(folder, smoke)
+    loaded, refused = read_results_folder(folder, tier)
     if refused:
         raise InputError(str(refused[0]))
     return loaded
@@ -197,7 +198,7 @@ def _lines_for(
     variant: str,
     runs: list[AnyResults],
     tolerances: Tolerances,
-    smoke: bool,
+    tier: Tier,
     intervals: PerQueryIntervals,
 ) -> list[dict]:
     seeds = ",".join(str(seed) for seed in sorted(r.seed for r in runs))
@@ -219,7 +220,7 @@ def _lines_for(
         width, basis = gate(tolerance, spread)
         if runs and not values:
             status = NOT_EVALUATED
-        elif smoke and values:
+        elif tier == Tier.SMOKE and values:
             status = SMOKE
         else:
             status = status_of(published, mean, width)
@@ -262,7 +263,7 @@ def join(
     tolerances: Tolerances,
     planned: Mapping[tuple[str, str], list[str]] | None = None,
     *,
-    smoke: bool = False,
+    tier: Tier = Tier.FULL,
     intervals: PerQueryIntervals | None = None,
 ) -> pd.DataFrame:
     """One line per (published row, recipe, variant, metric) for every row that results or planned runs target,
@@ -283,5 +284,5 @@ def join(
     for table_id, row_id, recipe, variant in sorted(keys, key=lambda k: (order[k[0]], row_order[k[:2]], k[3], k[2])):
         row = find_row(paper, table_id, row_id)
         found = runs.get((table_id, row_id, recipe, variant), [])
-        lines += _lines_for(table_id, row, recipe, variant, found, tolerances, smoke, intervals or NoPerQueryData())
+        lines += _lines_for(table_id, row, recipe, variant, found, tolerances, tier, intervals or NoPerQueryData())
     return pd.DataFrame(lines, columns=list(COLUMNS))

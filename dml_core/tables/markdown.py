@@ -29,6 +29,7 @@ from dml_core.tables.planned import Plan
 from dml_core.tables.summary import counts_text, table_counts, verdict_counts
 from dml_core.tables.timing import NOT_AVAILABLE, paper_timing_table, readable_duration, timing_summary
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 
 SMOKE_BANNER = (
     "> **Smoke run: these numbers are NOT comparable with the paper.** They come from the embedded glyph "
@@ -68,7 +69,7 @@ class PageInputs:
     tolerances: Tolerances
     verdicts: list[ClaimVerdict]
     gaps: KnownGaps
-    smoke: bool
+    tier: Tier
     markdown_dir: Path  # where the page lives: links and images are relative to it
     root: Path  # the repository root (for links to its files)
     figures: Mapping[str, Path]  # table id -> its comparison figure
@@ -136,7 +137,7 @@ def how_obtained(inputs: PageInputs) -> list[str]:
         "",
         f"- Runs planned: {len(inputs.plan.deep_runs)} deep-network runs (reproduce/{key}/), "
         f"{len(inputs.plan.linear_runs)} linear runs (reproduce/{key}/linear/). Results files: {len(runs)} "
-        f"({len(deep)} deep, {len(linear)} linear); {'SMOKE' if inputs.smoke else 'full-scale'} runs.",
+        f"({len(deep)} deep, {len(linear)} linear); {'SMOKE' if inputs.tier == Tier.SMOKE else 'full-scale'} runs.",
         "- Selection rule: "
         + (
             "; ".join(SELECTION_RULES.get(rule, rule) for rule in _distinct(r.selection.rule for r in deep))
@@ -171,7 +172,7 @@ def summary_section(inputs: PageInputs) -> list[str]:
         {
             "table": counts["table"],
             "caption": [_short(captions[t]) for t in counts["table"]],
-            "our runs": [counts_text(line, inputs.smoke) for _, line in counts.iterrows()],
+            "our runs": [counts_text(line, inputs.tier) for _, line in counts.iterrows()],
             "published only": [
                 f"{n} ({q} quoted)" if q else str(n)
                 for n, q in zip(counts["published only"], counts["quoted"], strict=True)
@@ -395,7 +396,7 @@ def render(inputs: PageInputs) -> str:
     """The whole page."""
     info = inputs.paper.paper
     parts = [f"# Reproduction: {info.title} ({info.venue} {info.year})", ""]
-    if inputs.smoke:
+    if inputs.tier == Tier.SMOKE:
         parts += [SMOKE_BANNER, ""]
         if any(isinstance(item.results, LinearResultsFile) for item in inputs.loaded):
             parts += [LINEAR_SMOKE_BANNER, ""]

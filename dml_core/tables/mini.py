@@ -18,6 +18,7 @@ from dml_core.atomic_io import atomic_write_text
 from dml_core.output_paths import results_folder, tables_markdown
 from dml_core.recipes.mini import MiniComparison, load_mini_comparison, mini_file
 from dml_core.results import ResultsFile, load_results
+from dml_core.tier import Tier
 
 # R@1 points (mean over seeds) a run must gain over its untrained evaluation to count as learning.
 LEARNING_GAIN = 15.0
@@ -138,7 +139,7 @@ def mean_std(values: Sequence[float]) -> str:
 
 def mini_results(results_root: Path, key: str) -> list[ResultsFile]:
     """The mini tier's results files of ``key`` (deep runs marked mini), in name order."""
-    folder = results_folder(results_root, key, smoke=False, mini=True)
+    folder = results_folder(results_root, key, Tier.MINI)
     loaded = [load_results(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
     return [results for results in loaded if isinstance(results, ResultsFile) and results.mini]
 
@@ -279,7 +280,7 @@ def build_mini_page(key: str, results_root: Path, tables_root: Path, recipes_dir
     if comparison is not None:  # the comparison's runs first, in its order
         order = {name: number for number, name in enumerate(comparison.run_ids)}
         rows = sorted(rows, key=lambda row: (order.get(row.run_name, len(order)), row.run_name))
-    path = tables_markdown(tables_root, key, smoke=False, mini=True)
+    path = tables_markdown(tables_root, key, Tier.MINI)
     source = f"results/mini/{key}/"
     atomic_write_text(path, mini_markdown(key, rows, comparison, source))
     found = orderings(rows, comparison) if comparison is not None else []

@@ -11,6 +11,7 @@ import pandas as pd
 from dml_core.published import PublishedPaper
 from dml_core.tables.claim_verdicts import VERDICTS, ClaimVerdict
 from dml_core.tables.join import ABOVE, BELOW, NOT_EVALUATED, NOT_RUN, SMOKE, WAIVED, WITHIN
+from dml_core.tier import Tier
 
 # Worst first: a row below on one metric and above on another counts as below.
 ROW_STATUSES = (BELOW, ABOVE, WAIVED, NOT_EVALUATED, WITHIN, SMOKE, NOT_RUN)
@@ -60,9 +61,9 @@ def table_counts(paper: PublishedPaper, frame: pd.DataFrame, timing: pd.DataFram
     return pd.DataFrame(lines)
 
 
-def counts_text(line: pd.Series, smoke: bool) -> str:
+def counts_text(line: pd.Series, tier: Tier) -> str:
     """``2 within · 1 below · 5 not run`` (zero counts left out; "nothing run" when every count is zero)."""
-    names = [name for status, name in COUNT_COLUMNS.items() if smoke or status != SMOKE]
+    names = [name for status, name in COUNT_COLUMNS.items() if tier == Tier.SMOKE or status != SMOKE]
     parts = [f"{line[name]} {name}" for name in names if line[name]]
     return " · ".join(parts) or "no run planned"
 

@@ -17,6 +17,7 @@ import torch
 
 from dml_core.atomic_io import atomic_write_bytes, remove_stale_temporaries
 from dml_core.errors import InputError
+from dml_core.tier import Tier
 
 CHECKPOINT_NAME = "checkpoint.pt"
 REQUIRED_KEYS = ("recipe_sha256", "iteration", "model")
@@ -25,16 +26,16 @@ REQUIRED_KEYS = ("recipe_sha256", "iteration", "model")
 # evaluating again); smoke and mini runs are re-run, never re-used, and their checkpoints are 40-230 MB each (a
 # whole smoke tier once left 14 GB of them). Their results file is what says they are finished (``--resume``
 # and ``dml reproduce`` read it), so nothing else needs the checkpoint after the last iteration.
-FINISHED_CHECKPOINT_KEPT = {"full": True, "smoke": False, "mini": False}
+FINISHED_CHECKPOINT_KEPT = {Tier.FULL: True, Tier.SMOKE: False, Tier.MINI: False}
 
 
-def keeps_finished_checkpoint(tier: str) -> bool:
+def keeps_finished_checkpoint(tier: Tier) -> bool:
     """Whether a finished run of ``tier`` keeps its checkpoint.
 
     >>> keeps_finished_checkpoint("full"), keeps_finished_checkpoint("smoke")
     (True, False)
     """
-    return FINISHED_CHECKPOINT_KEPT[tier]
+    return FINISHED_CHECKPOINT_KEPT[Tier(tier)]
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:

@@ -28,12 +28,14 @@ from tqdm import tqdm
 from dml_core import provenance
 from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
+from dml_core.finished_runs import check_finished_run, is_finished_run
 from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path
 from dml_core.recipe import Recipe
-from dml_core.results import ResultsFile, deep_results_payload, load_results, write_results
+from dml_core.results import deep_results_payload, write_results
+from dml_core.tier import Tier
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.clock import DeviceClock
 from dml_core.training.determinism import run_determinism
@@ -77,8 +79,7 @@ def train(
     *,
     recipe_path: str | Path | None = None,
     overrides: list[str] = (),
-    smoke: bool = False,
-    mini: bool = False,
+    tier: Tier = Tier.FULL,
     resume: bool = False,
     data_root: str | Path | None = None,
     device: str | None = None,
@@ -86,14 +87,16 @@ def train(
     results_path: str | Path | None = None,
     rerun: bool = False,
 ) -> Path:
-    """Run ``recipe`` (already smoke- or mini-shrunk when ``smoke`` or ``mini``) and write its results file; return
+    """Run ``recipe`` (already shrunk to its ``tier``) and write its results file; return
     its path.
 
     ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
-    checkpoint is continued and a finished run (its results file records this recipe's hash) is left as it is;
-    with ``rerun`` as well, a finished run is trained again from the start (an interrupted rerun continues) and
-    its results file is replaced, atomically, only once the new one is complete. A finished smoke run keeps no
-    checkpoint (``keeps_finished_checkpoint``): its results file is what says it is finished. Under torchrun
+    checkpoint is continued. A finished run (its results file exists) is left as it is when that file records
+    this recipe's hash, and refused (``InputError``) when it records another's, in every tier
+    (``dml_core.finished_runs``); with ``rerun``, a finished run is trained again from the start (an interrupted
+    rerun continues) and its results file is replaced, atomically, only once the new one is complete. A finished
+    smoke or mini run keeps no checkpoint (``keeps_finished_checkpoint``): its results file is what says it is
+    finished. Under torchrun
     (WORLD_SIZE > 1 in the environment) every process calls this; the process group is joined here (and left
     again if this call created it).
     """
@@ -105,7 +108,7 @@ def train(
         try:
             return _train(
                 recipe, Path(out_dir), process, torch_device, determinism, recipe_path=recipe_path,
-                overrides=overrides, smoke=smoke, mini=mini, resume=resume, data_root=data_root, progress=progress,
+                overrides=overrides, tier=tier, resume=resume, data_root=data_root, progress=progress,
                 results_path=results_path, rerun=rerun,
             )  # fmt: skip
         finally:
@@ -122,8 +125,7 @@ def _train(
     *,
     recipe_path: str | Path | None,
     overrides: list[str],
-    smoke: bool,
-    mini: bool,
+    tier: Tier,
     resume: bool,
     data_root: str | Path | None,
     progress: bool,
@@ -135,18 +137,20 @@ def _train(
     checkpoint_path = out_dir / CHECKPOINT_NAME
     if recipe.evaluation.selection == "best_r1" and "recall" not in recipe.evaluation.metrics:
         raise InputError(f"recipe {recipe.id}: evaluation.selection 'best_r1' needs 'recall' in evaluation.metrics")
+    # every tier alike, before the checkpoint: a finished smoke or mini run keeps none
+    if not rerun and check_finished_run(results_path, recipe):
+        return results_path
+    resume = resume or rerun  # a rerun continues its own interrupted rerun, or starts a finished run over
     if checkpoint_path.exists() and not resume:
         raise InputError(
             f"{checkpoint_path}: a checkpoint of an earlier run is there; pass --resume to continue it "
             f"or choose another --out"
         )
-    if resume and not rerun and is_finished_run(results_path, recipe):
-        return results_path
 
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     torch.manual_seed(recipe.training.seed)
     root = resolve_data_root(data_root, recipe.data.root)
-    run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), smoke)
+    run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), tier)
     with closing(run):  # its loader workers go when it ends, so a process that trains many runs keeps none
         state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
         if state is not None and run.accepts(state, rerun):
@@ -158,8 +162,7 @@ def _train(
         recipe,
         recipe_path=recorded_path(recipe_path) if recipe_path else None,
         overrides=overrides,
-        smoke=smoke,
-        mini=mini,
+        tier=tier,
         weights_id=run.parts.model.weights_id,
         index_hashes=dataset_index_hashes(root / recipe.data.dataset),  # which images it trained and tested on
         git=provenance.git_record(run.git_segments),
@@ -186,7 +189,7 @@ def _train(
     if process.is_main:
         queries = run.query_terms.write_beside(results_path)  # first: the results file names it
         write_results(results_path, {**payload, "queries": queries} if queries else payload)
-    if process.is_main and not keeps_finished_checkpoint("smoke" if smoke else "mini" if mini else "full"):
+    if process.is_main and not keeps_finished_checkpoint(tier):
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path
@@ -197,10 +200,10 @@ class TrainingRun:
     state of each start) and the steps that move it on (train, evaluate, checkpoint)."""
 
     def __init__(
-        self, recipe: Recipe, process: Process, device: torch.device, checkpoint_path: Path, parts, smoke: bool
+        self, recipe: Recipe, process: Process, device: torch.device, checkpoint_path: Path, parts, tier: Tier
     ) -> None:
         self.recipe, self.process, self.device, self.parts = recipe, process, device, parts
-        self.checkpoint_path, self.smoke = checkpoint_path, smoke
+        self.checkpoint_path, self.tier = checkpoint_path, tier
         settings = recipe.training
         self.per_epoch = parts.iterations_per_epoch
         self.total = settings.iterations or settings.epochs * self.per_epoch
@@ -275,7 +278,7 @@ class TrainingRun:
                 "recipe_id": recipe.id,
                 "recipe_sha256": recipe.content_hash(),
                 "recipe": recipe.model_dump(mode="json"),
-                "smoke": self.smoke,
+                "smoke": self.tier == Tier.SMOKE,
                 "iteration": self.iteration,
                 "finished": finished,
                 "model": parts.model.state_dict(),
@@ -388,13 +391,3 @@ class TrainingRun:
             "images_per_process": len(self.parts.sharding.slots),  # of the recipe's global batch
             "batchnorm_statistics": self.parts.batchnorm_statistics,
         }
-
-
-def is_finished_run(results_path: str | Path, recipe: Recipe) -> bool:
-    """A deep results file for exactly this recipe (same content hash: same seed and smoke settings; or the hash an
-    earlier version gave the same computation) exists."""
-    path = Path(results_path)
-    if not path.is_file():
-        return False
-    results = load_results(path)
-    return isinstance(results, ResultsFile) and results.recipe.sha256 in recipe.hashes_of_this_computation()

@@ -17,6 +17,7 @@ from dml_core.linear.plan import (
 )
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.published import find_row, load_published
+from dml_core.tier import Tier
 
 PINNED = linear_plan_paths(RECIPES_DIR, "anml")
 
@@ -34,17 +35,21 @@ def test_the_pinned_plans_are_iris_and_wine_at_the_papers_protocol():
 def test_the_smoke_version_is_small():
     plan = smoke_plan(load_linear_plan(PINNED[0]))
     assert (plan.splits, plan.grid_every, plan.max_iterations) == (2, 100, 30)
-    assert run_settings(plan, "lanml_plus", smoke=True)["grid"] == {"lam": [0.1], "gamma1": [2**-5], "gamma2": [2**-5]}
+    assert run_settings(plan, "lanml_plus", tier=Tier.SMOKE)["grid"] == {
+        "lam": [0.1],
+        "gamma1": [2**-5],
+        "gamma2": [2**-5],
+    }
 
 
 def test_the_settings_hash_changes_with_anything_that_changes_the_numbers():
     plan = load_linear_plan(PINNED[0])
-    base = settings_hash(run_settings(plan, "pnca", smoke=False))
-    assert base == settings_hash(run_settings(load_linear_plan(PINNED[0]), "pnca", smoke=False))
+    base = settings_hash(run_settings(plan, "pnca", tier=Tier.FULL))
+    assert base == settings_hash(run_settings(load_linear_plan(PINNED[0]), "pnca", tier=Tier.FULL))
     for changed in (plan.model_copy(update={"grid_every": 5}), plan.model_copy(update={"seed": 1})):
-        assert settings_hash(run_settings(changed, "pnca", smoke=False)) != base
-    assert settings_hash(run_settings(plan, "pnca", smoke=True)) != base
-    assert settings_hash(run_settings(plan, "nca", smoke=False)) != base
+        assert settings_hash(run_settings(changed, "pnca", tier=Tier.FULL)) != base
+    assert settings_hash(run_settings(plan, "pnca", tier=Tier.SMOKE)) != base
+    assert settings_hash(run_settings(plan, "nca", tier=Tier.FULL)) != base
 
 
 def _write(tmp_path: Path, name: str = "table2-iris", **changes) -> Path:

@@ -13,6 +13,7 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
 from dml_core.runner.linear import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
 from dml_core.tables.long_form import read_long_form
+from dml_core.tier import Tier
 
 ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]
 
@@ -91,7 +92,7 @@ def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(
         "id": "dml-linear-table2", "path": None, "sha256": saved["plan"]["sha256"],
         "overrides": ["splits=2", "seed=0", "k_rule=test", "grid_every=50", "max_iterations=30"],
     }  # fmt: skip
-    assert saved["protocol"]["grid"] == {"alpha": [2.0**-8]} and not saved["smoke"]
+    assert saved["protocol"]["grid"] == {"alpha": [2.0**-8]} and saved["tier"] == "full"
     capsys.readouterr()
 
     code = main(["tables", "--paper", "anml", *_roots(tmp_path), "--no-plots", "--check"])
@@ -111,7 +112,7 @@ def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(
 
 
 def test_finished_runs_are_recognised_by_their_settings_hash(tmp_path):
-    runs = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], True, tmp_path)
+    runs = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], Tier.SMOKE, tmp_path)
     pnca = next(run for run in runs if run.method == "pnca")
     assert not is_linear_finished(pnca)
     assert main(["linear-table2", "Iris", "--methods", "pnca", "--splits", "2", "--grid-every", "100",
@@ -128,12 +129,12 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
     path = tmp_path / "reproduce" / "anml" / "linear" / "table2-glass.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump({**plan, "id": "table2-glass", "dataset": "Glass"}))
-    runs = plan_linear_runs("anml", [path], False, tmp_path / "results")
+    runs = plan_linear_runs("anml", [path], Tier.FULL, tmp_path / "results")
     assert missing_linear_inputs(runs, tmp_path / "data") == [
         f"UCI data set Glass is not prepared under {tmp_path / 'data'}: run "
         f"`dml prepare uci:Glass --root {tmp_path / 'data'}`"
     ]
-    iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], False, tmp_path)
+    iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], Tier.FULL, tmp_path)
     assert missing_linear_inputs(iris, tmp_path / "data") == []  # Iris ships with scikit-learn
 
 
@@ -143,7 +144,7 @@ def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
 
     paper = PaperRun(
         "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", smoke=True, only=["lanml-plus-uci-wine"],
+        tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["lanml-plus-uci-wine"],
     )  # fmt: skip
     plans, linear_runs, _ = paper.preflight()
     assert plans == [] and [run.name for run in linear_runs] == ["lanml-plus-uci-wine seed 0"]

@@ -10,6 +10,7 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import load_results
 from dml_core.runner.linear import execute_linear_run, plan_linear_runs
+from dml_core.tier import Tier
 
 IRIS_PLAN = RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"
 
@@ -19,7 +20,7 @@ class Interrupted(Exception):
 
 
 def _pnca_run(tmp_path, name="results"):
-    runs = plan_linear_runs("anml", [IRIS_PLAN], True, tmp_path / name, runs_root=tmp_path / "runs")
+    runs = plan_linear_runs("anml", [IRIS_PLAN], Tier.SMOKE, tmp_path / name, runs_root=tmp_path / "runs")
     return next(run for run in runs if run.method == "pnca")
 
 

@@ -16,6 +16,7 @@ from dml_core.results import load_results
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import MINI_SEEDS, plan_runs
 from dml_core.runner.preflight import recipe_problems
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 COMPARISON = {"proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test"}
@@ -34,7 +35,7 @@ def _paper(tmp_path, **options) -> PaperRun:
     (recipes / PAPER_KEY / "mini.yaml").write_text(yaml.safe_dump(COMPARISON))
     return PaperRun(
         PAPER_KEY, recipes_dir=recipes, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", mini=True, **options,
+        tables_root=tmp_path / "tables", tier=Tier.MINI, **options,
     )  # fmt: skip
 
 
@@ -45,7 +46,7 @@ def test_mini_plans_the_headline_comparison_over_three_seeds_in_its_own_folders(
     ]
     assert linear == [] and MINI_SEEDS == (0, 1, 2)
     first = plans[0]
-    assert first.mini and not first.smoke
+    assert first.tier == Tier.MINI
     assert first.results_path == tmp_path / "results" / "mini" / PAPER_KEY / "ours-cub200-seed0.json"
     assert first.run_dir == tmp_path / "runs" / "mini" / PAPER_KEY / "ours-cub200-seed0"
     recipe = first.recipe
@@ -64,8 +65,6 @@ def test_a_missing_or_wrong_mini_file_stops_the_paper_naming_it(tmp_path):
     path.unlink()
     with pytest.raises(InputError, match=rf"{path}: not found; the mini tier of {PAPER_KEY} needs"):
         paper.preflight()
-    with pytest.raises(InputError, match="--smoke and --mini: choose one tier"):
-        _paper(tmp_path, smoke=True).preflight()
 
 
 def test_mini_yaml_is_not_a_recipe_file(tmp_path):
@@ -79,7 +78,7 @@ def test_every_paper_names_a_headline_comparison_of_its_own_runs_whose_mini_vers
     comparison = load_mini_comparison(RECIPES_DIR, key)
     paper = load_paper(key)
     runs = mini_runs(paper, comparison, "mini.yaml")
-    plans = plan_runs(key, runs, MINI_SEEDS, False, Path("runs"), Path("results"), mini=True)
+    plans = plan_runs(key, runs, MINI_SEEDS, Tier.MINI, Path("runs"), Path("results"))
     assert recipe_problems(plans) == []
     assert {plan.recipe.data.dataset for plan in plans} == {"embedded_mini"}
 

@@ -13,6 +13,7 @@ import torch
 from dml_core.recipe import forward_precision
 from dml_core.recipes import load_catalog
 from dml_core.results import ResultsFile, deep_results_payload, validate_results
+from dml_core.tier import Tier
 from dml_core.training import step
 from tests.training.test_evaluation_precision import RecordingModel
 
@@ -36,8 +37,7 @@ def _results(recipe, device_type: str, evaluations=HISTORY) -> ResultsFile:
         recipe,
         recipe_path=None,
         overrides=[],
-        smoke=False,
-        mini=False,
+        tier=Tier.FULL,
         weights_id=None,
         index_hashes={},
         git={"commit": "abc", "dirty": False},

@@ -13,6 +13,7 @@ from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import paper_runs, plan_runs
 from dml_core.runner.preflight import missing_inputs
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, write_recipe
 
 SQUASHED = {
@@ -38,7 +39,7 @@ def paper(tmp_path, monkeypatch, odd_sized_cub):
 
 def _plans(root, pipeline=None):
     runs, _ = paper_runs(root / "reproduce", PAPER_KEY)
-    return plan_runs(PAPER_KEY, runs, [0, 1], False, root / "runs", root / "results", pipeline)
+    return plan_runs(PAPER_KEY, runs, [0, 1], Tier.FULL, root / "runs", root / "results", pipeline)
 
 
 def _paper_run(root, data_root, device):

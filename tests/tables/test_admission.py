@@ -11,6 +11,7 @@ from dml_core.published import load_published
 from dml_core.tables.admission import admit_results, protocol_metrics
 from dml_core.tables.join import read_results_folder
 from dml_core.tables.planned import load_plan
+from dml_core.tier import Tier
 from tests.tables.synthetic import (
     PAPER_KEY,
     linear_payload,
@@ -34,7 +35,9 @@ def root(tmp_path):
 def _admit(root, smoke=False, data_root=None):
     paper = load_published(PAPER_KEY, root / "papers")
     folder = root / "results" / ("smoke" if smoke else "") / PAPER_KEY
-    return admit_results(paper, load_plan(root / "reproduce", PAPER_KEY), folder, smoke=smoke, data_root=data_root)
+    return admit_results(
+        paper, load_plan(root / "reproduce", PAPER_KEY), folder, tier=Tier.from_flags(smoke), data_root=data_root
+    )
 
 
 def _forge(root, payload, name="forged-seed0.json", smoke=False):
@@ -251,14 +254,14 @@ def test_linear_files_are_admitted_as_before(tmp_path):
     write_linear_file(tmp_path / "results", linear_payload())
     paper = load_published("anml")
     admission = admit_results(
-        paper, load_plan(tmp_path / "reproduce", "anml"), tmp_path / "results" / "anml", smoke=False, data_root=None
+        paper, load_plan(tmp_path / "reproduce", "anml"), tmp_path / "results" / "anml", tier=Tier.FULL, data_root=None
     )
     assert [item.results.run_id for item in admission.admitted] == ["lanml-plus-uci-iris"]
     assert admission.refused == [] and admission.notes == []
 
 
 def test_the_reader_refuses_instead_of_raising(tmp_path):
-    assert read_results_folder(tmp_path / "nothing", smoke=False) == ([], [])
+    assert read_results_folder(tmp_path / "nothing", tier=Tier.FULL) == ([], [])
 
 
 def test_the_metrics_of_a_protocol_are_named_as_the_evaluator_names_them(root):

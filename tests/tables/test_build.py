@@ -6,6 +6,7 @@ import pytest
 
 from dml_core.tables import build_paper_tables, read_long_form
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables import synthetic
 from tests.tables.synthetic import PAPER_KEY, pinned_payload, write_papers_dir, write_recipe, write_results_file
 
@@ -20,7 +21,7 @@ def _build(tmp_path, smoke=False, draw_plots=True, key=PAPER_KEY):
         tables_root=tmp_path / "tables",
         recipes_dir=tmp_path / "reproduce",
         tolerances=TOLERANCES,
-        smoke=smoke,
+        tier=Tier.from_flags(smoke),
         papers_dir=write_papers_dir(tmp_path) if key == PAPER_KEY else None,
         draw_plots=draw_plots,
     )

@@ -11,6 +11,7 @@ from dml_core.published import load_published
 from dml_core.tables.claim_verdicts import evaluate_claims
 from dml_core.tables.join import join, load_results_folder
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_results_file
 
 TOLERANCES = Tolerances(default=1.5)
@@ -44,8 +45,10 @@ def _verdicts(tmp_path, setting, ours, lifted=None, planned=None, smoke=False):
             tmp_path, results_payload("lifted-cub200", seed=seed, smoke=smoke, targets=target, curve=curve)
         )
     folder = tmp_path / ("smoke" if smoke else "") / PAPER_KEY
-    frame = join(paper, load_results_folder(folder, smoke), TOLERANCES, planned, smoke=smoke)
-    return {v.claim.id: v for v in evaluate_claims(claims, paper, frame, TOLERANCES, smoke)}
+    frame = join(
+        paper, load_results_folder(folder, Tier.from_flags(smoke)), TOLERANCES, planned, tier=Tier.from_flags(smoke)
+    )
+    return {v.claim.id: v for v in evaluate_claims(claims, paper, frame, TOLERANCES, Tier.from_flags(smoke))}
 
 
 def test_a_claim_against_a_row_we_do_not_run_reads_its_published_number(tmp_path, setting):
@@ -89,5 +92,5 @@ def test_smoke_numbers_are_never_judged(tmp_path, setting):
 @pytest.mark.parametrize("key", ["damlrrm", "anml", "gpw", "drml", "cgml"])
 def test_every_papers_claims_are_not_run_before_any_result(key):
     paper = load_published(key)
-    verdicts = evaluate_claims(load_claims(key), paper, join(paper, [], TOLERANCES), TOLERANCES, smoke=False)
+    verdicts = evaluate_claims(load_claims(key), paper, join(paper, [], TOLERANCES), TOLERANCES, tier=Tier.FULL)
     assert {v.verdict for v in verdicts} == {"not run"}

@@ -8,6 +8,7 @@ from dml_core.results import load_results
 from dml_core.tables import figures
 from dml_core.tables.join import join, load_results_folder
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import results_payload, write_results_file
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -21,7 +22,7 @@ def damlrrm_runs(tmp_path):
         curve = [{"R@1": r1 - 10, "R@2": 60.0}, {"R@1": r1, "R@2": 66.0}]
         write_results_file(tmp_path, results_payload(row, targets=[{"table": table, "row": row}], curve=curve))
     paper = load_published("damlrrm")
-    return paper, join(paper, load_results_folder(tmp_path / "damlrrm", smoke=False), Tolerances(default=1.5))
+    return paper, join(paper, load_results_folder(tmp_path / "damlrrm", tier=Tier.FULL), Tolerances(default=1.5))
 
 
 def test_a_sweep_table_and_a_main_table_each_get_one_figure(tmp_path, damlrrm_runs, monkeypatch):
@@ -31,7 +32,7 @@ def test_a_sweep_table_and_a_main_table_each_get_one_figure(tmp_path, damlrrm_ru
     monkeypatch.setattr(figures, "_bars_figure", _spy(figures._bars_figure, drawn, "bars"))
     for table_id in ("table1", "table4", "table5"):
         lines = frame[frame["table"] == table_id]
-        path = figures.table_figure(paper.table(table_id), lines, tmp_path / f"{table_id}.png", smoke=False)
+        path = figures.table_figure(paper.table(table_id), lines, tmp_path / f"{table_id}.png", tier=Tier.FULL)
         assert (path is None) == (table_id == "table5")  # table5: nothing reproduced
     assert drawn == ["bars", "sweep"]
     assert (tmp_path / "table4.png").read_bytes().startswith(PNG_MAGIC)
@@ -48,7 +49,7 @@ def _spy(function, calls, name):
 def test_curves_are_drawn_for_runs_with_two_evaluations_only(tmp_path):
     two = load_results(write_results_file(tmp_path, results_payload(curve=[{"R@1": 10.0}, {"R@1": 20.0}])))
     one = load_results(write_results_file(tmp_path, results_payload("lifted-cub200", curve=[{"R@1": 10.0}])))
-    assert figures.curves_figure("table1", {("lifted-cub200", ""): [one]}, tmp_path / "a.png", smoke=True) is None
+    assert figures.curves_figure("table1", {("lifted-cub200", ""): [one]}, tmp_path / "a.png", tier=Tier.SMOKE) is None
     path = figures.curves_figure("table1", {("ours-cub200", ""): [two], ("lifted-cub200", ""): [one]},
-                                 tmp_path / "b.png", smoke=False)  # fmt: skip
+                                 tmp_path / "b.png", tier=Tier.FULL)  # fmt: skip
     assert path is not None and path.read_bytes().startswith(PNG_MAGIC)

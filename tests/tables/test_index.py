@@ -2,6 +2,7 @@
 
 from dml_core.tables import build_paper_tables, write_index
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import (
     PAPER_KEY,
     linear_payload,
@@ -17,7 +18,7 @@ TOLERANCES = Tolerances(default=1.5)
 
 def _build(tmp_path, key, papers_dir=None):
     build_paper_tables(key, results_root=tmp_path / "results", tables_root=tmp_path / "tables",
-                       recipes_dir=tmp_path / "reproduce", tolerances=TOLERANCES, smoke=False, papers_dir=papers_dir,
+                       recipes_dir=tmp_path / "reproduce", tolerances=TOLERANCES, tier=Tier.FULL, papers_dir=papers_dir,
                        draw_plots=False)  # fmt: skip
 
 
@@ -26,7 +27,7 @@ def test_the_index_summarises_a_built_paper(tmp_path):
     write_recipe(tmp_path / "reproduce")
     write_results_file(tmp_path / "results", pinned_payload(curve=[{"R@1": 50.0, "R@2": 67.0, "NMI": 60.0}]))
     _build(tmp_path, PAPER_KEY, papers)
-    text = write_index(tmp_path / "tables", TOLERANCES, smoke=False, papers_dir=papers).read_text()
+    text = write_index(tmp_path / "tables", TOLERANCES, tier=Tier.FULL, papers_dir=papers).read_text()
     assert text.startswith("# Reproduction tables\n")
     assert "## [damlrrm](damlrrm.md): A Synthetic Paper (TEST 2020)" in text
     assert "| table1  | 1 below" in text and "| table8  | training time: on the page" in text
@@ -36,12 +37,12 @@ def test_the_index_summarises_a_built_paper(tmp_path):
 def test_the_index_carries_the_claims_verdicts(tmp_path):
     write_linear_file(tmp_path / "results", linear_payload((98.0, 100.0, 99.0)))
     _build(tmp_path, "anml")
-    text = write_index(tmp_path / "tables", TOLERANCES, smoke=False).read_text()
+    text = write_index(tmp_path / "tables", TOLERANCES, tier=Tier.FULL).read_text()
     assert "## [anml](anml.md): Adaptive Neighborhood Metric Learning (IEEE TPAMI 2022)" in text
     assert "Claims: 8 not run." in text and "| table2  | 1 within" in text
     assert "4 more tables with no run planned." in text  # the synthetic plan folder has no deep recipes
 
 
 def test_an_empty_tables_folder_says_so(tmp_path):
-    text = write_index(tmp_path / "tables", TOLERANCES, smoke=True).read_text()
+    text = write_index(tmp_path / "tables", TOLERANCES, tier=Tier.SMOKE).read_text()
     assert "Smoke run" in text and "No paper has been built yet." in text

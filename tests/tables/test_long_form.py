@@ -8,6 +8,7 @@ from dml_core.published import load_published
 from dml_core.tables.join import COLUMNS, join, load_results_folder
 from dml_core.tables.long_form import read_long_form, write_long_form
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import (
     PAPER_KEY,
     linear_payload,
@@ -21,7 +22,7 @@ from tests.tables.synthetic import (
 def test_the_long_form_round_trips(tmp_path):
     paper = load_published(PAPER_KEY, write_papers_dir(tmp_path))
     write_results_file(tmp_path, results_payload(curve=[{"R@1": 55.0, "R@2": 66.5}]))
-    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), Tolerances(default=1.5),
+    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL), Tolerances(default=1.5),
                  {("table1", "lifted-cub200"): ["lifted-cub200"]})  # fmt: skip
     path = write_long_form(tmp_path / "damlrrm.csv", frame)
     back = read_long_form(path)
@@ -31,7 +32,9 @@ def test_the_long_form_round_trips(tmp_path):
 
 def test_a_linear_note_with_commas_survives(tmp_path):
     write_linear_file(tmp_path, linear_payload())
-    frame = join(load_published("anml"), load_results_folder(tmp_path / "anml", smoke=False), Tolerances(default=1.5))
+    frame = join(
+        load_published("anml"), load_results_folder(tmp_path / "anml", tier=Tier.FULL), Tolerances(default=1.5)
+    )
     back = read_long_form(write_long_form(tmp_path / "anml.csv", frame))
     assert back.loc[0, "note"] == frame.loc[0, "note"] and "," in back.loc[0, "note"]
 

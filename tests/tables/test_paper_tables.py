@@ -11,6 +11,7 @@ from dml_core.tables.join import compared_metrics, join, load_results_folder
 from dml_core.tables.known_gaps import KnownGap, KnownGaps
 from dml_core.tables.paper_tables import has_reproduced_number, paper_shaped
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import (
     PAPER_KEY,
     PUBLISHED,
@@ -37,7 +38,7 @@ def test_every_printed_row_in_order_with_ours_beside_the_published(tmp_path):
         write_results_file(tmp_path, results_payload(seed=seed, curve=[{"R@1": r1, "R@2": 67.0, "NMI": 60.0}]))
     variant = results_payload(seed=0, curve=[{"R@1": 50.0, "R@2": 60.0, "NMI": 58.0}], variant="damlrrm.lr=1e-3")
     write_results_file(tmp_path, variant)
-    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), TOLERANCES)
+    frame = join(paper, load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL), TOLERANCES)
     shown = paper_shaped(paper.table("table1"), frame[frame["table"] == "table1"], NO_GAPS, tmp_path, tmp_path)
     assert _records(shown) == [
         {"method": "Lifted · *(quoted)*", "R@1": "43.6", "NMI": "56.5", "R@2": "—", "runs": ""},
@@ -79,7 +80,7 @@ def test_a_table_over_two_data_sets_keeps_one_line_per_method(tmp_path):
     payload = results_payload("pair-p-cub200", paper="gpw", targets=[{"table": "table4", "row": "pair-p-cub200"}],
                               curve=[{"R@1": 68.0, "R@2": 80.0}])  # fmt: skip
     write_results_file(tmp_path, payload)
-    frame = join(paper, load_results_folder(tmp_path / "gpw", smoke=False), TOLERANCES,
+    frame = join(paper, load_results_folder(tmp_path / "gpw", tier=Tier.FULL), TOLERANCES,
                  {("table4", "pair-p-cars196"): ["pair-p-cars196"]})  # fmt: skip
     shown = paper_shaped(paper.table("table4"), frame, KnownGaps(paper="gpw"), tmp_path, tmp_path)
     assert list(shown.columns) == [
@@ -102,7 +103,7 @@ def test_a_table_over_two_data_sets_keeps_one_line_per_method(tmp_path):
 def test_a_single_metric_over_many_data_sets_is_one_line_per_data_set_with_a_gap_link(tmp_path):
     anml = load_published("anml")
     write_linear_file(tmp_path, linear_payload((100.0,) * 30, grid_every=1))
-    frame = join(anml, load_results_folder(tmp_path / "anml", smoke=False), TOLERANCES)
+    frame = join(anml, load_results_folder(tmp_path / "anml", tier=Tier.FULL), TOLERANCES)
     gaps = KnownGaps(paper="anml", gaps=[KnownGap(table="table2", rows=["lanml-plus-uci-iris"], why="because",
                                                    see="docs/notes.md#iris")])  # fmt: skip
     shown = paper_shaped(anml.table("table2"), frame, gaps, tmp_path / "tables", tmp_path)

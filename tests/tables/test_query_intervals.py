@@ -21,6 +21,7 @@ from dml_core.tables.noise import BOOTSTRAP
 from dml_core.tables.paper_tables import paper_shaped
 from dml_core.tables.query_intervals import QueryBootstrap
 from dml_core.tables.tolerances import Tolerances
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_results_file
 
 TOLERANCES = Tolerances(default=1.5)
@@ -42,7 +43,7 @@ def _single_seed(tmp_path, n=2000, r1=55.0, r2=66.0, reported_r1=None, seed=0):
 
 def _frame(tmp_path):
     paper = load_published(PAPER_KEY, write_papers_dir(tmp_path))
-    loaded = load_results_folder(tmp_path / "results" / PAPER_KEY, smoke=False)
+    loaded = load_results_folder(tmp_path / "results" / PAPER_KEY, tier=Tier.FULL)
     return join(paper, loaded, TOLERANCES, intervals=QueryBootstrap(loaded)).set_index("metric")
 
 
@@ -67,8 +68,8 @@ def test_a_single_seed_line_carries_its_bootstrap_interval_and_gates_with_it_whe
 def test_the_nightly_check_says_which_gate_it_used(tmp_path):
     _single_seed(tmp_path / "wide", n=2000, r1=52.0, r2=66.0)  # half-width ~2.2 > 1.5: the bootstrap gates
     _single_seed(tmp_path / "narrow", n=20000, r1=53.0, r2=66.0)  # half-width ~0.7 < 1.5: the tolerance gates
-    wide = check_paper(PAPER_KEY, _frame(tmp_path / "wide").reset_index(), None, smoke=False)
-    narrow = check_paper(PAPER_KEY, _frame(tmp_path / "narrow").reset_index(), None, smoke=False)
+    wide = check_paper(PAPER_KEY, _frame(tmp_path / "wide").reset_index(), None, tier=Tier.FULL)
+    narrow = check_paper(PAPER_KEY, _frame(tmp_path / "narrow").reset_index(), None, tier=Tier.FULL)
     assert [f.metric for f in wide] == ["R@1"] and [f.metric for f in narrow] == ["R@1"]
     assert "minus the 95% bootstrap half-width 2.1" in wide[0].reason
     assert "over queries (above the tolerance 1.5) (delta -3.10)" in wide[0].reason

@@ -6,6 +6,7 @@ import pytest
 from dml_core.published import load_published
 from dml_core.tables.join import load_results_folder
 from dml_core.tables.timing import paper_timing_table, timing_frame, timing_summary
+from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, results_payload, write_papers_dir, write_results_file
 
 
@@ -17,7 +18,7 @@ def paper(tmp_path):
 def test_our_speed_sits_beside_the_papers_with_the_ratio_and_the_projection(tmp_path, paper):
     write_results_file(tmp_path, results_payload(seed=0, iterations_per_second=1.0, train_seconds=3600.0))
     write_results_file(tmp_path, results_payload(seed=1, iterations_per_second=3.0, train_seconds=10800.0))
-    loaded = load_results_folder(tmp_path / PAPER_KEY, smoke=False)
+    loaded = load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL)
     timing = timing_frame(paper, loaded, schedules={"ours-cub200": 40000})
     [line] = timing.to_dict("records")
     assert (line["row"], line["iterations_per_second"], line["train_seconds"]) == ("ours-cub200", 2.0, 7200.0)
@@ -43,7 +44,9 @@ def test_a_timing_row_whose_recipe_has_not_run_says_so(paper):
 
 def test_a_paper_without_a_timing_table_gets_one_line_per_run_and_nothing_for_planned_ones(tmp_path, paper):
     write_results_file(tmp_path, results_payload(iterations_per_second=0.0000857, train_seconds=0.9))
-    timing = timing_frame(paper, load_results_folder(tmp_path / PAPER_KEY, smoke=False), schedules={"ours-cub200": 10})
+    timing = timing_frame(
+        paper, load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL), schedules={"ours-cub200": 10}
+    )
     [shown] = timing_summary(timing).to_dict("records")
     assert shown["iterations/s"] == "1 per 3.2 h" and shown["training time"] == "0.9 s"  # never 8.57e-05
     assert shown["projected to the schedule"] == "32.4 h"  # 10 iterations at that speed

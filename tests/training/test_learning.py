@@ -47,6 +47,7 @@ from dml_core.recipes.compose import with_overrides
 from dml_core.recipes.mini import load_mini_comparison
 from dml_core.results import load_results
 from dml_core.runner.side_by_side import run_side_by_side
+from dml_core.tier import Tier
 from dml_core.training import builders, setup, trainer
 from dml_core.training import train as train_run
 
@@ -211,7 +212,7 @@ def train_tiny(job: TinyJob) -> TinyRun:
         recorder = Recorder(trainer.train_step)
         monkeypatch.setattr(trainer, "train_step", recorder)
         recipe = tiny_recipe(job.key, dict(job.length))
-        path = train_run(recipe, job.out_dir, mini=True, data_root=job.data_root, progress=False)
+        path = train_run(recipe, job.out_dir, tier=Tier.MINI, data_root=job.data_root, progress=False)
     evaluations = load_results(path).evaluations
     assert evaluations[0].iteration == 0, "a tiny run evaluates before its first update"
     return TinyRun(

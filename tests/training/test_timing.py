@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from dml_core.recipe import Recipe
+from dml_core.tier import Tier
 from dml_core.training import trainer
 from dml_core.training.distributed import SINGLE_PROCESS
 from dml_core.training.setup import build_run
@@ -67,7 +68,7 @@ def test_queued_training_work_is_booked_as_training_time(gpu, tmp_path):
     recipe = Recipe.model_validate(RECIPE)
     device = torch.device("cpu")
     parts = build_run(recipe, tmp_path / "data", device)
-    run = trainer.TrainingRun(recipe, SINGLE_PROCESS, device, tmp_path / "checkpoint.pt", parts, smoke=False)
+    run = trainer.TrainingRun(recipe, SINGLE_PROCESS, device, tmp_path / "checkpoint.pt", parts, Tier.FULL)
     run.clock = DeviceClock(torch.device("cuda", 0))  # the run's timing as on a GPU
     run.train(progress=False)
     run.close()

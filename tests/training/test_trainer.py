@@ -16,6 +16,7 @@ from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
+from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
 from dml_core.training.checkpoint import load_checkpoint
 
@@ -68,16 +69,18 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
     assert results.git["commit"]
-    # A finished run is skipped on --resume, also with its prose reworded; without --resume the checkpoint is
-    # protected; a changed computation is refused.
+    # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
+    # refused (dml_core.finished_runs).
     assert train(load_recipe(path), tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
     reworded = load_recipe(path).model_copy(update={"description": "reworded", "assumptions": {"1": "new"}})
     assert train(reworded, tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
-    faster = load_recipe(_recipe_file(tmp_path, optimizer__lr=2e-3))
+    (tmp_path / "faster").mkdir()
+    faster = load_recipe(_recipe_file(tmp_path / "faster", optimizer__lr=2e-3))
     with pytest.raises(InputError, match="recipe hash"):
         train(faster, tmp_path / "run", resume=True, data_root=data_root, progress=False)
-    with pytest.raises(InputError, match="pass --resume"):
-        train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
+    assert train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False) == results_path
+    with pytest.raises(InputError, match="recipe hash"):
+        train(faster, tmp_path / "run", data_root=data_root, progress=False)
 
 
 def _cli(args, data_root):
@@ -156,15 +159,15 @@ def test_the_prepared_data_path_trains_exactly_like_the_pil_path(tmp_path, data_
 def test_a_finished_smoke_run_keeps_no_checkpoint_and_a_rerun_trains_again_from_the_start(tmp_path, data_root):
     recipe = load_recipe(_recipe_file(tmp_path, training__iterations=3, training__eval_every=3))
     run = tmp_path / "smoke-run"
-    results_path = train(recipe, run, smoke=True, data_root=data_root, progress=False)
+    results_path = train(recipe, run, tier=Tier.SMOKE, data_root=data_root, progress=False)
     assert not (run / "checkpoint.pt").exists(), "a finished smoke run keeps no checkpoint"
     first = load_results(results_path)
     written = results_path.stat().st_ino
     # Its results file alone says it is finished: --resume trains nothing, even without the checkpoint.
-    assert train(recipe, run, smoke=True, resume=True, data_root=data_root, progress=False) == results_path
+    assert train(recipe, run, tier=Tier.SMOKE, resume=True, data_root=data_root, progress=False) == results_path
     assert results_path.stat().st_ino == written
     # A rerun trains again and replaces the file (a new file; the same numbers on the CPU).
-    train(recipe, run, smoke=True, resume=True, rerun=True, data_root=data_root, progress=False)
+    train(recipe, run, tier=Tier.SMOKE, resume=True, rerun=True, data_root=data_root, progress=False)
     assert results_path.stat().st_ino != written
     assert load_results(results_path).selection == first.selection
     assert not (run / "checkpoint.pt").exists()
