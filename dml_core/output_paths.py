@@ -2,7 +2,7 @@
 
 Defaults are relative to the working directory (the repository root under nox); ``DML_RUNS_DIR``,
 ``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image keeps the defaults, inside its copy of the
-repository, and the README mounts the checkout's own folders there).
+repository, and docs/gpu.md ("Docker") mounts the checkout's own folders there).
 Smoke and mini output go to a ``smoke/`` or ``mini/`` sub-folder of each, so they never mix with full-scale
 numbers (or with each other).
 

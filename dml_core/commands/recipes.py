@@ -1,8 +1,8 @@
 """``dml recipes``: the suite's runs as the recipe files declare them, expanded.
 
-``list [--paper KEY]``: every run with the published rows it targets; ``show RUN [--reading N=V] [--smoke]``: one run
-fully expanded as a recipe file of its own (what trains, what is hashed and recorded; ``dml train FILE`` trains it to
-the same content hash); ``readings KEY``: a paper's open choices, their values and defaults.
+``list [--paper KEY]``: every run with the published rows it targets; ``show RUN [--reading N=V] [--smoke | --mini]``:
+one run fully expanded as a recipe file of its own (what trains, what is hashed and recorded; ``dml train FILE`` trains
+it to the same content hash); ``readings KEY``: a paper's open choices, their values and defaults.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import yaml
 
-from dml_core.commands.options import add_reading_option
+from dml_core.commands.options import add_reading_option, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
     PAPERS,
@@ -22,10 +22,11 @@ from dml_core.recipes import (
     load_paper,
     parse_reading_choices,
     resolve_run,
-    smoke_version,
 )
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE, Reading
 from dml_core.recipes.compose import RunDefinition, extends_chain
+from dml_core.runner.plan import TIER_VERSIONS
+from dml_core.tier import Tier
 
 
 def add_parser(subparsers) -> None:
@@ -40,7 +41,9 @@ def add_parser(subparsers) -> None:
     show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `dml train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
-    show.add_argument("--smoke", action="store_true", help="the smoke version `--smoke` would train")
+    tier = show.add_mutually_exclusive_group()
+    tier.add_argument("--smoke", action="store_true", help="the smoke version `--smoke` would train")
+    tier.add_argument("--mini", action="store_true", help="the mini version `--mini` would train")
     readings = actions.add_parser("readings", help="a paper's readings: question, values, default, why")
     readings.add_argument("paper")
     parser.set_defaults(run=run)
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         print(list_runs(args.paper))
     elif args.action == "show":
-        print(show_run(args.reference, args.readings, args.smoke))
+        print(show_run(args.reference, args.readings, chosen_tier(args)))
     else:
         print(list_readings(args.paper))
     return 0
@@ -72,28 +75,26 @@ def list_runs(paper: str | None) -> str:
     return "\n".join(lines)
 
 
-def show_run(reference: str, reading_texts: list[str], smoke: bool) -> str:
+def show_run(reference: str, reading_texts: list[str], tier: Tier = Tier.FULL) -> str:
     """The run's recipe as a recipe file of its own (``dml train FILE`` trains it to the same content hash)."""
     run = resolve_run(reference)
     choices = parse_reading_choices(reading_texts)
     check_reading_choices([run], choices, what=f"run {run.id}")
-    return recipe_file_text(run, choices, smoke)
+    return recipe_file_text(run, choices, tier)
 
 
-def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], smoke: bool = False) -> str:
+def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], tier: Tier = Tier.FULL) -> str:
     """``run`` under ``choices`` as a recipe file that stands alone: every setting resolved (no ``extends``), its
     assumptions as ``{id: sentence}``, the readings as the values applied (``{name: value}``), and a header that
     says where it was declared, which readings were applied and its content hash."""
-    recipe = run.recipe(choices)
-    if smoke:
-        recipe = smoke_version(recipe)
+    recipe = TIER_VERSIONS[tier](run.recipe(choices))
     files = " <- ".join(recorded_path(path) for path, _ in reversed(extends_chain(run.file)))
     applied = [
         f"{name}={value}{' (default)' if value == run.default_reading(name) else ''}"
         for name, value in recipe.readings.items()
     ]
     header = [
-        f"# run {run.paper}/{recipe.run_name}{' (smoke version)' if smoke else ''}",
+        f"# run {run.paper}/{recipe.run_name}{'' if tier is Tier.FULL else f' ({tier} version)'}",
         f"# declared in {files}",
         f"# readings applied: {', '.join(applied) or 'none'}",
         f"# (their settings are in the file; `dml recipes readings {run.paper}` explains them)",

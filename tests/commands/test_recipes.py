@@ -111,6 +111,21 @@ def test_show_prints_a_recipe_file_that_trains_to_the_same_hash_for_every_run(tm
     assert "extends" not in text and "# readings applied: " in text
 
 
+@pytest.mark.parametrize("flag", ["--smoke", "--mini"])
+def test_show_prints_the_tier_version_a_tier_flag_would_train(flag, capsys):
+    from dml_core.recipes import find_run
+    from dml_core.runner.plan import TIER_VERSIONS
+    from dml_core.tier import Tier
+
+    assert main(["recipes", "show", "drml/drml-pa-cub200", flag]) == 0
+    out = capsys.readouterr().out
+    tier = Tier(flag.removeprefix("--"))
+    expected = TIER_VERSIONS[tier](find_run("drml/drml-pa-cub200").recipe())
+    assert f"# run drml/drml-pa-cub200 ({tier} version)" in out
+    assert f"# content hash {expected.content_hash()}" in out
+    assert yaml.safe_load(out)["data"]["dataset"] == expected.data.dataset != "cub200"
+
+
 def _other_value(run, name: str) -> str:
     return next(value for value in run.paper_assumptions.readings[name].values if value != run.default_reading(name))
 
