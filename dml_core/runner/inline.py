@@ -28,11 +28,11 @@ import torch
 
 from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
-from dml_core.eta import RunClock, side_by_side_eta
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
+from dml_core.runner.eta import RunClock, side_by_side_eta
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.preflight import missing_inputs, recipe_problems, results_of_other_recipes, unwritable_outputs

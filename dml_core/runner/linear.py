@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.errors import InputError
-from dml_core.eta import RunClock
 from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, settings_hash, smoke_plan, table2_row_id
 from dml_core.linear.protocol import Table2Result, run_table2_protocol, thin_grid
@@ -25,6 +24,7 @@ from dml_core.output_paths import data_root as output_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
+from dml_core.runner.eta import RunClock
 from dml_core.tier import Tier
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
-from dml_core.claims import claims_path, load_claims
 from dml_core.output_paths import REPOSITORY_ROOT, results_folder, tables_markdown
 from dml_core.published import PublishedPaper, load_published
 from dml_core.results import ResultsFile
 from dml_core.tables import figures, markdown
 from dml_core.tables.admission import admit_results
 from dml_core.tables.claim_verdicts import ClaimVerdict, evaluate_claims
+from dml_core.tables.claims import claims_path, load_claims
 from dml_core.tables.join import LoadedResults, Refusal, join, run_variant
 from dml_core.tables.known_gaps import apply_waivers, load_known_gaps
 from dml_core.tables.long_form import long_form_path, write_long_form

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dml_core.claims import Claim, Pair, PaperClaims
 from dml_core.published import PublishedPaper, find_row
+from dml_core.tables.claims import Claim, Pair, PaperClaims
 from dml_core.tables.noise import difference_noise
 from dml_core.tables.tolerances import Tolerances
 from dml_core.tier import Tier

@@ -6,9 +6,9 @@ import math
 import pytest
 import yaml
 
-from dml_core.claims import load_claims
 from dml_core.published import load_published
 from dml_core.tables.claim_verdicts import evaluate_claims
+from dml_core.tables.claims import load_claims
 from dml_core.tables.join import join, load_results_folder
 from dml_core.tables.tolerances import Tolerances
 from dml_core.tier import Tier

@@ -8,9 +8,9 @@ import copy
 import pytest
 import yaml
 
-from dml_core.claims import Pair, holds_on_published, load_claims, published_difference
 from dml_core.errors import InputError
 from dml_core.published import load_published
+from dml_core.tables.claims import Pair, holds_on_published, load_claims, published_difference
 from dml_core.vocabulary import PAPER_KEYS
 from tests.tables.synthetic import PAPER_KEY, write_papers_dir
 
