@@ -11,6 +11,7 @@ import pytest
 from dml_core.gpu_check.smoke import CACHE_RUNS_PER_PAPER, code_path, job_problems, smoke_jobs
 from dml_core.results import load_results
 from dml_core.runner.plan import paper_runs, plan_runs
+from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary == {"deep_runs": 2, "devices": {"cpu": 2}, "trained": 2, "failed": {}}
     deep = paper_runs(ROOT / "reproduce", "damlrrm", only)[0]
-    plans = plan_runs("damlrrm", deep, None, True, tmp_path / "r", tmp_path / "s", pipeline="cache")
+    plans = plan_runs("damlrrm", deep, None, Tier.SMOKE, tmp_path / "r", tmp_path / "s", pipeline="cache")
     for plan in plans:  # each run is the one `dml reproduce damlrrm --smoke --pipeline cache` plans (same hash)
         results = load_results(tmp_path / "out" / "results" / "smoke" / "damlrrm" / plan.results_path.name)
         assert results.recipe.sha256 == plan.recipe.content_hash()
