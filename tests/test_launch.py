@@ -249,7 +249,9 @@ class _ReportRank(PaperRun):
 def test_a_job_of_several_tasks_exports_the_torch_distributed_environment(tmp_path, one_thread_jobs):
     executor = make_executor("local", tmp_path / "jobs", JobResources(gpus_per_job=2, timeout_min=5), "dml-test")
     executor.update_parameters(tasks_per_node=2)  # what Slurm runs for --gpus-per-job 2 (local jobs run one task)
-    paper = _ReportRank(PAPER_KEY, tmp_path, tmp_path, tmp_path, tmp_path)
+    paper = _ReportRank(
+        PAPER_KEY, recipes_dir=tmp_path, runs_root=tmp_path, results_root=tmp_path, tables_root=tmp_path
+    )
     tasks = [json.loads(result) for result in executor.submit(TrainJob(paper, plan=None)).results()]
     assert [(task["RANK"], task["LOCAL_RANK"], task["WORLD_SIZE"]) for task in tasks] == [
         ("0", "0", "2"),
