@@ -2,32 +2,19 @@
 another recipe (with or without ``--resume``) without touching its results file, and trains it again only with
 ``--rerun``. The smoke and mini tiers keep no checkpoint once finished, so their results file is what is asked."""
 
-import json
-
 import pytest
-import yaml
 
 from dml_core import cli, training
 from dml_core.results import deep_results_payload, load_results, write_results
 from dml_core.training.trainer import TrainingRun
+from tests.training.tiny_runs import recipe_file, tiny_run
 
+# the trainer tests' tiny run, two iterations long, with the tiers' own shrinks as small as the full run's, so each
+# tier trains in seconds
 RECIPE = {
-    "id": "tiny",
+    **tiny_run(training={"iterations": 2, "eval_every": 2}),
     "paper": "cgml",
     "targets": [{"table": "table3", "row": "triplet-cub200"}],
-    "data": {
-        "dataset": "embedded",
-        "num_workers": 0,
-        "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"},
-    },
-    "model": {"backbone": "bn_inception", "weights": "random", "embedding_dim": 16},
-    "loss": {"name": "multi_similarity"},
-    "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
-    "optimizer": {"name": "adam", "lr": 1e-3},
-    "schedule": {"name": "step", "step_size": 4, "gamma": 0.5},
-    "training": {"iterations": 2, "eval_every": 2, "checkpoint_every": 1, "eval_batch_size": 256},
-    "evaluation": {"recall_ks": [1], "kmeans_iterations": 2},
-    # the tiers' own shrinks as small as the full run's, so each tier trains in seconds
     "smoke": {"iterations": 2, "eval_every": 2, "image_size": 32, "resize": 40},
     "mini": {"iterations": 2, "image_size": 32, "resize": 40},
 }
@@ -42,12 +29,6 @@ def data_root(tmp_path_factory):
 
 def _train(recipe, out, tier, *extra):
     return cli.main(["train", str(recipe), "--out", str(out), "--no-progress", *TIER_FLAGS[tier], *extra])
-
-
-def _recipe_file(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(json.loads(json.dumps(RECIPE))))
-    return path
 
 
 class StandInTrainer:
@@ -102,7 +83,7 @@ def test_a_finished_run_is_skipped_refused_for_another_recipe_and_trained_again_
 ):
     trainer = StandInTrainer()
     monkeypatch.setattr(training, "train", trainer)
-    recipe, out = _recipe_file(tmp_path), tmp_path / "run"
+    recipe, out = recipe_file(tmp_path, RECIPE), tmp_path / "run"
     assert _train(recipe, out, tier) == 0 and len(trainer.calls) == 1
     assert load_results(out / "results.json").tier == tier  # the tier --smoke / --mini chose
     _assert_finished_run_rule(recipe, out, tier, capsys, lambda: len(trainer.calls))
@@ -114,7 +95,7 @@ def test_the_rule_holds_for_a_real_smoke_run(tmp_path, data_root, monkeypatch, c
     """The same with the trainer itself: a finished smoke run keeps no checkpoint, so only its results file
     stops it being trained again."""
     monkeypatch.setenv("DML_DATA_ROOT", str(data_root))
-    recipe, out = _recipe_file(tmp_path), tmp_path / "run"
+    recipe, out = recipe_file(tmp_path, RECIPE), tmp_path / "run"
     assert _train(recipe, out, "smoke") == 0
     assert not (out / "checkpoint.pt").exists()
     created = []
