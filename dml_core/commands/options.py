@@ -107,6 +107,13 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def add_tier_flags(parser: argparse.ArgumentParser, smoke_help: str, mini_help: str) -> None:
+    """``--smoke`` and ``--mini``, one at most (``chosen_tier`` reads them), each with the command's own help."""
+    tier = parser.add_mutually_exclusive_group()
+    tier.add_argument("--smoke", action="store_true", help=smoke_help)
+    tier.add_argument("--mini", action="store_true", help=mini_help)
+
+
 def chosen_tier(args: argparse.Namespace) -> Tier:
     """The tier ``--smoke`` or ``--mini`` selects (full without either)."""
     return Tier.from_flags(getattr(args, "smoke", False), getattr(args, "mini", False))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import yaml
 
-from dml_core.commands.options import add_reading_option, chosen_tier
+from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
     PAPERS,
@@ -41,9 +41,9 @@ def add_parser(subparsers) -> None:
     show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `dml train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
-    tier = show.add_mutually_exclusive_group()
-    tier.add_argument("--smoke", action="store_true", help="the smoke version `--smoke` would train")
-    tier.add_argument("--mini", action="store_true", help="the mini version `--mini` would train")
+    add_tier_flags(
+        show, smoke_help="the smoke version `--smoke` would train", mini_help="the mini version `--mini` would train"
+    )
     readings = actions.add_parser("readings", help="a paper's readings: question, values, default, why")
     readings.add_argument("paper")
     parser.set_defaults(run=run)

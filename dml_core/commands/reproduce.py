@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from dml_core.commands.options import (
     add_reading_option,
     add_run_options,
+    add_tier_flags,
     chosen_tier,
     non_negative_int,
     positive_float,
@@ -40,12 +41,10 @@ def add_parser(subparsers) -> None:
         "of the runs trained so far.",
     )
     parser.add_argument("paper", choices=PAPER_KEYS)
-    tier = parser.add_mutually_exclusive_group()
-    tier.add_argument("--smoke", action="store_true", help="CPU smoke versions of the recipes")
-    tier.add_argument(
-        "--mini",
-        action="store_true",
-        help="CPU mini tier: the headline comparison of reproduce/KEY/mini.yaml, learned on the embedded_mini "
+    add_tier_flags(
+        parser,
+        smoke_help="CPU smoke versions of the recipes",
+        mini_help="CPU mini tier: the headline comparison of reproduce/KEY/mini.yaml, learned on the embedded_mini "
         "glyphs (seeds 0-2 unless --seeds); about 15 minutes a paper",
     )
     parser.add_argument(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.commands.options import add_reading_option, chosen_tier
+from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import runs_root
 from dml_core.tier import Tier
 
@@ -45,16 +45,10 @@ def add_parser(subparsers) -> None:
         help="train a finished run again (its results file exists) and replace its results once the new ones are "
         "complete; without it a finished run is skipped when its recipe is the same and refused when it differs",
     )
-    tier = parser.add_mutually_exclusive_group()
-    tier.add_argument(
-        "--smoke",
-        action="store_true",
-        help="CPU smoke run: embedded dataset, random init, small images, few iterations",
-    )
-    tier.add_argument(
-        "--mini",
-        action="store_true",
-        help="CPU mini run (the recipe's mini: settings): embedded_mini glyphs, random init, narrowed backbone, "
+    add_tier_flags(
+        parser,
+        smoke_help="CPU smoke run: embedded dataset, random init, small images, few iterations",
+        mini_help="CPU mini run (the recipe's mini: settings): embedded_mini glyphs, random init, narrowed backbone, "
         "evaluated before and after training",
     )
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: recipe, $DML_DATA_ROOT, ./data)")
