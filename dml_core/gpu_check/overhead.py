@@ -96,11 +96,10 @@ def _variant(name: str, parts, images: torch.Tensor, settings, device: torch.dev
         elif name == "cuda_graphs":
             if device.type != "cuda":
                 raise RuntimeError("CUDA graphs need a CUDA device")
-            if device.type == "cuda" and settings.channels_last:
+            if settings.channels_last:  # the layout train_step hands the model
                 images = images.contiguous(memory_format=torch.channels_last)
             # Captured under the step's autocast; the cast cache must be off for a capture (torch's rule).
-            bf16 = settings.bf16
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=settings.bf16, cache_enabled=False):
                 graphed = torch.cuda.make_graphed_callables(parts.model, (images,))
             yield graphed, images, settings
         else:

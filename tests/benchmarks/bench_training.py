@@ -32,7 +32,6 @@ import json
 import multiprocessing
 import os
 import platform
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -41,7 +40,7 @@ import torch
 
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
-from dml_core.gpu_check.overhead import mean_of_outputs
+from dml_core.gpu_check.overhead import iterations_per_second, mean_of_outputs
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -95,14 +94,7 @@ def _recipe(paper: str, pipeline: str):
 
 
 def _iterations_per_second(step, batches) -> float:
-    for _ in range(WARMUP):
-        step(next(batches))
-    _sync()
-    started = time.perf_counter()
-    for _ in range(MEASURED_ITERATIONS):
-        step(next(batches))
-    _sync()
-    return MEASURED_ITERATIONS / (time.perf_counter() - started)
+    return iterations_per_second(lambda: step(next(batches)), DEVICE, WARMUP, MEASURED_ITERATIONS)
 
 
 def _endless(source):
