@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
-from dml_core.recipe import Precision, forward_precision
+from dml_core.recipes.settings import Precision, forward_precision
 from dml_core.schema import StrictModel, format_validation_error
 from dml_core.tier import Tier
 
@@ -366,8 +366,8 @@ def deep_results_payload(
     device_type: str,
 ) -> dict:
     """A finished deep run's results file (``ResultsFile``'s fields), from what the trainer measured and the
-    ``recipe`` (a ``dml_core.recipe.Recipe``) it ran on a device of ``device_type``: the selection rules applied to
-    its evaluations here, and the precision its model trained in."""
+    ``recipe`` (a ``dml_core.recipes.settings.Recipe``) it ran on a device of ``device_type``: the selection rules
+    applied to its evaluations here, and the precision its model trained in."""
     return {
         "schema_version": SCHEMA_VERSION,
         "status": "complete",

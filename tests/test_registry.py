@@ -21,9 +21,15 @@ from dml_core.losses import LOSSES, build_loss
 from dml_core.models import BACKBONES, HEADS, build_backbone
 from dml_core.models.pooling import POOLINGS
 from dml_core.models.weights import WEIGHT_FILES
-from dml_core.recipe import EvaluationSettings, HeadSettings, ModelSettings, OptimizerSettings, ScheduleSettings
 from dml_core.recipes.catalog import run_of_file
 from dml_core.recipes.components import check_components
+from dml_core.recipes.settings import (
+    EvaluationSettings,
+    HeadSettings,
+    ModelSettings,
+    OptimizerSettings,
+    ScheduleSettings,
+)
 from dml_core.registry import Registry
 from dml_core.training.builders import build_model
 from dml_core.training.optim import OPTIMIZERS, SCHEDULES
@@ -118,7 +124,7 @@ def test_the_head_wording_is_hand_written():
     assert HEADS.unknown("mlp") == "unknown head 'mlp'; expected one of linear, multi_level_fusion, relational"
 
 
-@pytest.mark.parametrize("module", ["dml_core.registry", "dml_core.recipe"])
+@pytest.mark.parametrize("module", ["dml_core.registry", "dml_core.recipes.settings"])
 def test_the_lookup_and_the_recipe_with_its_transforms_load_without_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

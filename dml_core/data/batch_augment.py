@@ -20,7 +20,7 @@ from dml_core.data.image_cache import ImageCache
 from dml_core.data.transforms import ToInputSpec
 from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from dml_core.seeding import seeded_cpu_rng
 
 

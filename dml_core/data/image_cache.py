@@ -33,7 +33,7 @@ from dml_core.data.loading import load_split
 from dml_core.data.registry import get_spec
 from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 
 CACHE_VERSION = 1
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from dml_core.recipe import DataSettings
+    from dml_core.recipes.settings import DataSettings
 
 # The largest share of the GPU's memory "auto" gives the cache.
 DEVICE_MEMORY_SHARE = 0.5

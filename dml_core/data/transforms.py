@@ -1,5 +1,5 @@
 """Image transforms driven by the backbone's :class:`InputSpec` and the recipe's
-:class:`~dml_core.recipe.TransformSettings` (``data.transforms``).
+:class:`~dml_core.recipes.settings.TransformSettings` (``data.transforms``).
 
 Order: resize (``squash`` to ``resize`` x ``resize`` as Caffe did, or ``shorter_side`` to ``resize`` keeping
 the aspect ratio) -> train: random crop of ``crop_size`` (or RandomResizedCrop straight from the decoded
@@ -14,7 +14,7 @@ import torch
 from torchvision.transforms import v2
 
 from dml_core.input_spec import InputSpec
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 
 
 class ToInputSpec(torch.nn.Module):

@@ -37,7 +37,7 @@ from dml_core.evaluation.knn import exact_fp32_matmul
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.losses import LOSSES, build_loss, with_run_values
 from dml_core.models.relational_head import RelationalHead
-from dml_core.recipe import TrainingSettings
+from dml_core.recipes.settings import TrainingSettings
 from dml_core.training.step import train_step
 
 FEATURES, HIDDEN, EMBEDDING = 24, 32, 16

@@ -25,7 +25,7 @@ from dml_core.data.prepare import ensure_generated
 from dml_core.data.sources.embedded import DATASET
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB, InputSpec
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
 
 KEYS = 64  # (position, seed) pairs per configuration: the first images, seeds 1000 + position

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_json
 from dml_core.output_paths import RECIPES_DIR, results_folder
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.results import ResultsFile, load_results
 from dml_core.runner.inline import PaperRun, reproduce
 from dml_core.tier import Tier

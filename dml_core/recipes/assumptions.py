@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
-from dml_core.recipe import is_shared_reading
+from dml_core.recipes.settings import is_shared_reading
 from dml_core.schema import StrictModel, load_yaml_model
 
 ASSUMPTIONS_FILE = "assumptions.yaml"
@@ -64,7 +64,8 @@ class SharedReadings(StrictModel):
                     f"readings.{name}.patches: expected the settings of each value ({', '.join(reading.values)}), "
                     f"found {found}"
                 )
-            # Its runs are hashed by the settings it sets (dml_core.recipe), so two values must set different ones.
+            # Its runs are hashed by the settings it sets (dml_core.recipes.settings), so two values must set
+            # different ones.
             patches = [sorted(patch.items()) for patch in reading.patches.values()]
             if any(patches.count(patch) > 1 for patch in patches):
                 raise ValueError(f"readings.{name}.patches: two values set the same settings")

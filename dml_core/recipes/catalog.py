@@ -13,9 +13,9 @@ from pathlib import Path
 
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
-from dml_core.recipe import Recipe
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
 from dml_core.recipes.compose import RunDefinition, expand_file
+from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS
 
 PAPERS = PAPER_KEYS  # one recipe folder per paper

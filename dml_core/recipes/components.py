@@ -26,7 +26,7 @@ from dml_core.errors import InputError
 from dml_core.losses import LOSSES, CompositeLoss, loss_parameters
 from dml_core.losses.registry import RUN_VALUES
 from dml_core.models import HEADS
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.recipes.settings_tree import origin_of
 
 Problem = tuple[tuple[str, ...], str]  # (field path, message)

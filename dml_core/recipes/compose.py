@@ -45,8 +45,8 @@ import yaml
 from pydantic import ValidationError
 
 from dml_core.errors import InputError
-from dml_core.recipe import Recipe, Target, parse_override
 from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
+from dml_core.recipes.settings import Recipe, Target, parse_override
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
 from dml_core.schema import describe_problem, read_yaml_mapping
 

@@ -12,9 +12,9 @@ from dml_core.errors import InputError
 from dml_core.finished_runs import is_finished_run
 from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan, table2_row_id
 from dml_core.output_paths import results_file, run_folder
-from dml_core.recipe import Recipe, mini_version, smoke_version
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.compose import RunDefinition
+from dml_core.recipes.settings import Recipe, mini_version, smoke_version
 from dml_core.runner.linear import LinearRun
 from dml_core.tier import Tier
 

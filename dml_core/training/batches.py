@@ -14,7 +14,7 @@ import torch
 from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 

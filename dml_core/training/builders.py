@@ -22,7 +22,7 @@ from dml_core.models import (
     build_backbone,
     glyph_pretraining,
 )
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 
 QUERY_GALLERY_SPLITS = ("query", "gallery")
 

@@ -14,7 +14,7 @@ from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.evaluation.per_query import PerQuery
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.query_terms_file import write_query_terms
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.results import select_every_rule
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from dml_core.models import parameter_groups
-from dml_core.recipe import OptimizerSettings, ScheduleSettings
+from dml_core.recipes.settings import OptimizerSettings, ScheduleSettings
 from dml_core.registry import Registry
 
 OPTIMIZERS: Registry[type[torch.optim.Optimizer]] = Registry(

@@ -12,7 +12,7 @@ from torch import nn
 
 from dml_core.data import ImageDataset
 from dml_core.models import EmbeddingModel
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.training import builders
 from dml_core.training.batches import build_batch_source
 from dml_core.training.distributed import SINGLE_PROCESS, Process, Sharding, use_global_batchnorm

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from dml_core.recipe import TrainingSettings, forward_precision
+from dml_core.recipes.settings import TrainingSettings, forward_precision
 from dml_core.training.distributed import Sharding
 
 

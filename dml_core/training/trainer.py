@@ -33,7 +33,7 @@ from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.results import deep_results_payload, write_results
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint

@@ -10,7 +10,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from dml_core.gpu_check.overhead import mean_of_outputs
-from dml_core.recipe import TrainingSettings
+from dml_core.recipes.settings import TrainingSettings
 from dml_core.training.step import train_step
 from tests.benchmarks.step_phases import PHASES, RANGE_PREFIX, StepPhases, profiled_ms_per_step
 from tests.cuda_guards.host_syncs import HostSyncs

@@ -10,7 +10,7 @@ from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ImageCache
 from dml_core.data.samplers import SAMPLERS
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from tests.cuda_guards.cuda_kernels import CudaGuard
 
 LABELS = np.repeat(np.arange(6), 5)

@@ -8,7 +8,7 @@ from dml_core.data import ImageDataset, build_transform, load_split
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import build_cache, load_cache
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
 
 

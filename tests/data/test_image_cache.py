@@ -18,7 +18,7 @@ from dml_core.data.image_cache import (
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from dml_core.training.loaders import worker_context
 from tests.test_atomic_io import dead_pid
 

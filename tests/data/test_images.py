@@ -10,7 +10,7 @@ from dml_core.data.samplers import PKSampler
 from dml_core.data.transforms import build_transform
 from dml_core.errors import InputError
 from dml_core.input_spec import CAFFE_BGR
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 from tests.data.layouts import write_jpeg
 
 

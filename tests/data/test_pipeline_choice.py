@@ -10,7 +10,7 @@ from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import build_cache, load_cache
 from dml_core.data.pipeline_choice import GIB, choose_pipeline, wants_cache
 from dml_core.input_spec import IMAGENET_RGB
-from dml_core.recipe import DataSettings, TransformSettings
+from dml_core.recipes.settings import DataSettings, TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
 
 RANDOM_CROP = {"train_crop": "random_crop"}

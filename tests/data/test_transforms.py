@@ -9,7 +9,7 @@ from torchvision.transforms import v2
 
 from dml_core.data.transforms import build_transform
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
-from dml_core.recipe import DataSettings, TransformSettings
+from dml_core.recipes.settings import DataSettings, TransformSettings
 
 
 def _solid(rgb, size=(300, 260)):

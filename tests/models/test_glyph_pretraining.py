@@ -15,7 +15,7 @@ from dml_core.models.glyph_pretraining import (
     pretraining_codes,
 )
 from dml_core.models.weights import file_sha256
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.training.builders import build_model
 
 QUICK = GlyphPretraining(steps=3, images_per_class=2, batch_size=8)  # seconds, not minutes

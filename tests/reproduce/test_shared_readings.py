@@ -10,8 +10,8 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from dml_core.recipe import forward_precision
 from dml_core.recipes import load_catalog
+from dml_core.recipes.settings import forward_precision
 from dml_core.results import ResultsFile, deep_results_payload, validate_results
 from dml_core.tier import Tier
 from dml_core.training import step

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from dml_core.losses import build_loss
-from dml_core.recipe import Recipe, TrainingSettings
+from dml_core.recipes.settings import Recipe, TrainingSettings
 from dml_core.training.builders import TestSet
 from dml_core.training.distributed import Process, Sharding
 from dml_core.training.evaluation import evaluate_model

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from dml_core.recipe import Recipe, TrainingSettings
+from dml_core.recipes.settings import Recipe, TrainingSettings
 from dml_core.training import builders, evaluation, step
 from dml_core.training.evaluation import evaluate_model
 from tests.training.ddp_step_worker import TINY_RECIPE, ItemsWithLabels

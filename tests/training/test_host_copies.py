@@ -10,7 +10,7 @@ import torch
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ImageCache
 from dml_core.input_spec import IMAGENET_RGB
-from dml_core.recipe import TransformSettings
+from dml_core.recipes.settings import TransformSettings
 
 
 def _cache(sizes) -> ImageCache:

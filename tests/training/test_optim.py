@@ -5,7 +5,7 @@ import torch
 
 from dml_core.losses import build_loss
 from dml_core.models import EmbeddingModel, LinearEmbedding, build_backbone
-from dml_core.recipe import OptimizerSettings, ScheduleSettings
+from dml_core.recipes.settings import OptimizerSettings, ScheduleSettings
 from dml_core.training.optim import build_optimizer, build_scheduler
 
 

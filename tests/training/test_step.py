@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from dml_core.losses import build_loss
-from dml_core.recipe import TrainingSettings
+from dml_core.recipes.settings import TrainingSettings
 from dml_core.training.step import optimised_parameters, train_step
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from dml_core.recipe import Recipe
+from dml_core.recipes.settings import Recipe
 from dml_core.tier import Tier
 from dml_core.training import trainer
 from dml_core.training.distributed import SINGLE_PROCESS

@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from dml_core.errors import InputError
-from dml_core.recipe import MINI_BN_BATCHES, parse_override
 from dml_core.recipes import load_recipe, mini_version, smoke_version
+from dml_core.recipes.settings import MINI_BN_BATCHES, parse_override
 
 BASE = {
     "id": "demo",
