@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dml_core.data.prepare import prepare
+from dml_core.data.registry import get_spec
 from tests.data.layouts import make_cub, shrink_spec, write_jpeg
 
 # Two threads (CI's cores) unless OMP_NUM_THREADS says otherwise: on a shared, loaded machine one thread
@@ -40,5 +41,5 @@ def odd_sized_cub(monkeypatch, tmp_path):
     for number, (path, _, _) in enumerate(expected):
         write_jpeg(tmp_path / "src" / path, number, size=(60 + 7 * number, 50 + 3 * (number % 4)))
     shrink_spec(monkeypatch, "cub200", expected)
-    prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
+    prepare(get_spec("cub200"), tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
     return tmp_path / "data"

@@ -63,20 +63,19 @@ def run(args: argparse.Namespace) -> int:
     require_writable_folder(args.root, "--root")  # before any download or extraction
     if args.dataset.startswith(UCI_PREFIX):
         return _prepare_uci(args)
-    if args.dataset not in DATASETS:
+    spec = DATASETS.get(args.dataset)  # looked up once, here: preparing and caching take the spec
+    if spec is None:
         raise InputError(
             f"dataset: expected one of {', '.join(sorted(DATASETS))} or uci:<name>, found {args.dataset!r}"
         )
-    prepared = prepare(
-        args.dataset, args.root, args.archive, allow_download=not args.no_download, progress=not args.quiet
-    )
+    prepared = prepare(spec, args.root, args.archive, allow_download=not args.no_download, progress=not args.quiet)
     counts = ", ".join(f"{split} {count:,}" for split, count in prepared.images_per_split.items())
     print(f"{prepared.dataset}: verified ({counts} images); index: {prepared.index_file}")
     for note in prepared.notes:  # what could not be checked, one line each
         print(f"{prepared.dataset}: note: {note}")
     if args.cache:
         folder = build_cache(
-            args.dataset, args.root, "train", args.cache, args.cache_size, progress=not args.quiet,
+            spec, args.root, "train", args.cache, args.cache_size, progress=not args.quiet,
             workers=loader_workers("auto"), worker_context=worker_context(),
         )  # fmt: skip
         print(f"{prepared.dataset}: training-image cache {folder}")

@@ -2,7 +2,8 @@
 
 Where to look: ``registry.DATASETS`` (names, counts, sources), ``prepare.prepare`` (``dml prepare``),
 ``loading.load_split``, ``images.ImageDataset``, ``transforms.build_transform``, ``samplers.SAMPLERS``.
-The canonical index is ``<root>/<dataset>/dml_index.csv`` (``index.INDEX_FILENAME``).
+The canonical index is ``<root>/<dataset>/dml_index.csv`` (``index.INDEX_FILENAME``). Preparing, loading and
+caching take the dataset's ``DatasetSpec``: its name is looked up once, where a command or a run starts.
 """
 
 from dml_core.data.images import ImageDataset, load_image

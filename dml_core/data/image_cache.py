@@ -30,7 +30,7 @@ from dml_core.atomic_io import atomic_write_json, owner_tag, read_json_object, r
 from dml_core.data.images import ImageDataset, image_size
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
-from dml_core.data.registry import get_spec
+from dml_core.data.registry import DatasetSpec
 from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
 from dml_core.recipes.settings import TransformSettings
@@ -38,16 +38,16 @@ from dml_core.recipes.settings import TransformSettings
 CACHE_VERSION = 1
 
 
-def cache_dir(root: Path, dataset: str, split: str, resize_mode: str, resize: int) -> Path:
-    return Path(root) / dataset / "cache" / f"{split}-{resize_mode}{resize}"
+def cache_dir(root: Path, spec: DatasetSpec, split: str, resize_mode: str, resize: int) -> Path:
+    return Path(root) / spec.name / "cache" / f"{split}-{resize_mode}{resize}"
 
 
-def _index_sha256(root: Path, dataset: str) -> str:
-    return hashlib.sha256(index_path(Path(root) / dataset).read_bytes()).hexdigest()
+def _index_sha256(root: Path, spec: DatasetSpec) -> str:
+    return hashlib.sha256(index_path(Path(root) / spec.name).read_bytes()).hexdigest()
 
 
 def build_cache(
-    dataset: str,
+    spec: DatasetSpec,
     root: Path,
     split: str,
     resize_mode: str,
@@ -58,7 +58,7 @@ def build_cache(
 ) -> Path:
     """Decode and resize every image of a split once; return the cache folder. ``workers`` processes decode (in
     order; ``worker_context`` starts them: a process that has used CUDA must not fork them), 0: this process."""
-    split_index = load_split(dataset, root, split)
+    split_index = load_split(spec, root, split)
     resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
     decoded = DataLoader(
         ImageDataset(split_index, v2.Compose([v2.ToImage(), resize_op])),
@@ -66,7 +66,7 @@ def build_cache(
         num_workers=workers,
         multiprocessing_context=worker_context if workers else None,
     )
-    target = cache_dir(root, dataset, split, resize_mode, resize)
+    target = cache_dir(root, spec, split, resize_mode, resize)
     # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide; what
     # killed builds left (their owner no longer runs) is removed first.
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ def build_cache(
     n = len(split_index)
     offsets, heights, widths = np.zeros(n + 1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     with open(staging / "pixels.u8", "wb") as pixels:
-        for image, _, i in tqdm(decoded, total=n, desc=f"cache {dataset}/{split}", disable=not progress):
+        for image, _, i in tqdm(decoded, total=n, desc=f"cache {spec.name}/{split}", disable=not progress):
             heights[i], widths[i] = image.shape[1:]
             pixels.write(image.contiguous().numpy().tobytes())
             offsets[i + 1] = offsets[i] + image.numel()
@@ -86,12 +86,12 @@ def build_cache(
         staging / "meta.json",
         {
             "version": CACHE_VERSION,
-            "dataset": dataset,
+            "dataset": spec.name,
             "split": split,
             "resize_mode": resize_mode,
             "resize": resize,
             "images": n,
-            "index_sha256": _index_sha256(root, dataset),
+            "index_sha256": _index_sha256(root, spec),
         },
     )
     shutil.rmtree(target, ignore_errors=True)
@@ -99,10 +99,10 @@ def build_cache(
     return target
 
 
-def estimated_cache_bytes(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> tuple[int, int]:
+def estimated_cache_bytes(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> tuple[int, int]:
     """The images of a split and the bytes ``build_cache`` will write for them, from the image files' headers (no
     decoding) and torchvision's own resize rule (run on shape-only tensors)."""
-    split_index = load_split(dataset, root, split)
+    split_index = load_split(spec, root, split)
     resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
 
     @functools.cache
@@ -135,39 +135,39 @@ class ImageCache:
         )
 
 
-def cache_problem(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> str | None:
+def cache_problem(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> str | None:
     """Why the cache cannot be used (missing, or stale: built from another index or cache version), with the
     command that (re)builds it; None when it is there and current."""
-    folder = cache_dir(root, dataset, split, resize_mode, resize)
+    folder = cache_dir(root, spec, split, resize_mode, resize)
     meta_path = folder / "meta.json"
-    rebuild = f"run `dml prepare {dataset} --root {root} --cache {resize_mode} --cache-size {resize}`"
+    rebuild = f"run `dml prepare {spec.name} --root {root} --cache {resize_mode} --cache-size {resize}`"
     if not meta_path.is_file():
-        return f"{folder}: no image cache for {dataset}/{split} ({resize_mode} {resize}); {rebuild}"
+        return f"{folder}: no image cache for {spec.name}/{split} ({resize_mode} {resize}); {rebuild}"
     try:
         meta = read_json_object(meta_path, "image cache metadata")
     except InputError as damaged:
         return f"{damaged}; {rebuild}"
-    if not index_path(Path(root) / dataset).is_file():
+    if not index_path(Path(root) / spec.name).is_file():
         return f"{meta_path}: the dataset it was built from is not prepared (no index); prepare it, then {rebuild}"
-    if meta.get("version") != CACHE_VERSION or meta.get("index_sha256") != _index_sha256(root, dataset):
+    if meta.get("version") != CACHE_VERSION or meta.get("index_sha256") != _index_sha256(root, spec):
         return f"{meta_path}: cache is stale (built from another index or version); {rebuild}"
     return None
 
 
-def ensure_generated_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> None:
+def ensure_generated_cache(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> None:
     """Build a generated dataset's cache (seconds) unless a current one is there; a run calls it before
     ``load_cache``, after ``data.prepare.ensure_generated``. A downloaded dataset's is left to ``dml prepare``."""
-    if get_spec(dataset).generated and cache_problem(dataset, root, split, resize_mode, resize):
-        build_cache(dataset, root, split, resize_mode, resize, progress=False)
+    if spec.generated and cache_problem(spec, root, split, resize_mode, resize):
+        build_cache(spec, root, split, resize_mode, resize, progress=False)
 
 
-def load_cache(dataset: str, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
+def load_cache(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:
     """Open a cache built by ``build_cache``; refuse a missing or stale one with what to do (reading never
     writes: ``ensure_generated_cache`` builds a generated dataset's)."""
-    problem = cache_problem(dataset, root, split, resize_mode, resize)
+    problem = cache_problem(spec, root, split, resize_mode, resize)
     if problem:
         raise InputError(problem)
-    folder = cache_dir(root, dataset, split, resize_mode, resize)
+    folder = cache_dir(root, spec, split, resize_mode, resize)
     index = np.load(folder / "index.npz")
     pixels = np.memmap(folder / "pixels.u8", dtype=np.uint8, mode="c")  # copy-on-write: never written
     if len(pixels) != int(index["offsets"][-1]):

@@ -26,7 +26,7 @@ from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_fold
 from dml_core.data.decode_check import check_images_decode
 from dml_core.data.download import download, md5_of
 from dml_core.data.index import IndexRow, index_path, read_index, write_index
-from dml_core.data.registry import DatasetSpec, KnownFile, get_spec
+from dml_core.data.registry import DatasetSpec, KnownFile
 from dml_core.data.sources.locate import find_files
 from dml_core.data.verify import verify_rows
 from dml_core.errors import InputError
@@ -160,23 +160,22 @@ def _generate_in_place(spec: DatasetSpec, dataset_dir: Path) -> None:
 
 
 def prepare(
-    dataset: str,
+    spec: DatasetSpec,
     root: Path,
     sources: Sequence[Path] = (),
     *,
     allow_download: bool = True,
     progress: bool = True,
 ) -> Prepared:
-    """Prepare ``dataset`` under ``root``: bring in ``sources`` (archives, annotation files or folders), or
+    """Prepare the dataset ``spec`` under ``root``: bring in ``sources`` (archives, annotation files or folders), or
     download the published archive where one exists, then verify the DML split and write the index.
 
     Refuses classification splits, missing annotation files, class ids that disagree with the layout, missing or
     undecodable images, checksum mismatches and wrong counts with an :class:`InputError` that says what to do.
     """
-    spec = get_spec(dataset)
     if spec.generated and sources:
-        raise InputError(f"{dataset}: --archive: this dataset is generated here and takes no archive")
-    dataset_dir = Path(root) / dataset
+        raise InputError(f"{spec.name}: --archive: this dataset is generated here and takes no archive")
+    dataset_dir = Path(root) / spec.name
     if spec.generated:
         remove_stale_temporaries(dataset_dir.parent, f".{dataset_dir.name}.")  # killed generations' private folders
     if spec.generated and not index_path(dataset_dir).is_file():
@@ -187,23 +186,22 @@ def prepare(
     rows = _collect_rows(spec, dataset_dir, sources, allow_download, progress)
     verify_rows(spec, rows, dataset_dir)
     _check_annotation_files(spec, dataset_dir)
-    check_images_decode([dataset_dir / row.path for row in rows], progress=progress, desc=f"decode {dataset}")
+    check_images_decode([dataset_dir / row.path for row in rows], progress=progress, desc=f"decode {spec.name}")
     index_file = write_index(dataset_dir, rows)
     counts = Counter(row.split for row in rows)
-    return Prepared(dataset, dataset_dir, index_file, {split: counts[split] for split in spec.splits}, tuple(notes))
+    return Prepared(spec.name, dataset_dir, index_file, {split: counts[split] for split in spec.splits}, tuple(notes))
 
 
-def ensure_generated(dataset: str, root: Path) -> None:
+def ensure_generated(spec: DatasetSpec, root: Path) -> None:
     """Generate a generated dataset (the embedded glyphs: no download) under ``root`` unless it is there already,
     as this version lays it out (an index written by an older version, e.g. another split, is written again; the
     images are kept); a run calls it before reading its splits. Any other dataset is left to ``dml prepare``."""
-    spec = get_spec(dataset)
     if not spec.generated:
         return
-    dataset_dir = Path(root) / dataset
+    dataset_dir = Path(root) / spec.name
     try:
         current = read_index(dataset_dir) == spec.read_layout(dataset_dir)
     except InputError:  # no index yet, or a damaged one: generated data is simply written again
         current = False
     if not current:
-        prepare(dataset, Path(root), progress=False)
+        prepare(spec, Path(root), progress=False)

@@ -22,6 +22,7 @@ from dml_core.data import ImageDataset, build_transform, load_split
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.data.prepare import ensure_generated
+from dml_core.data.registry import get_spec
 from dml_core.data.sources.embedded import DATASET
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB, InputSpec
@@ -45,14 +46,15 @@ CONFIGURATIONS: dict[str, tuple[TransformSettings, InputSpec]] = {
 def compare_pipelines(data_root: Path, device: torch.device) -> dict[str, dict]:
     """Per configuration: the keys compared, how many values of the device's cached batch differ from the PIL
     path's, and the largest difference."""
-    ensure_generated(DATASET, data_root)
-    split = load_split(DATASET, data_root, "train")
+    glyphs = get_spec(DATASET)
+    ensure_generated(glyphs, data_root)
+    split = load_split(glyphs, data_root, "train")
     positions = list(range(min(KEYS, len(split))))
     seeds = [1000 + position for position in positions]
     figures = {}
     for name, (config, spec) in CONFIGURATIONS.items():
-        ensure_generated_cache(DATASET, data_root, "train", config.resize_mode, config.resize)
-        cache = load_cache(DATASET, data_root, "train", config.resize_mode, config.resize)
+        ensure_generated_cache(glyphs, data_root, "train", config.resize_mode, config.resize)
+        cache = load_cache(glyphs, data_root, "train", config.resize_mode, config.resize)
         on_device = BatchAugmentation(cache.to(device), spec, config)(positions, seeds).cpu()
         reference = SeededDataset(ImageDataset(split, build_transform(spec, config, train=True)))
         expected = torch.stack(

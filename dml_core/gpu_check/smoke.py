@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.data.prepare import ensure_generated
+from dml_core.data.registry import get_spec
 from dml_core.gpu_check.children import PYTHON, run_child
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.output_paths import RECIPES_DIR
@@ -125,7 +126,7 @@ def job_problems(name: str, record: dict, device_type: str) -> list[str]:
 
 
 def run_smoke(context: CheckContext) -> Outcome:
-    ensure_generated("embedded", context.data_root)  # once, before the processes that read it start
+    ensure_generated(get_spec("embedded"), context.data_root)  # once, before the processes that read it start
     jobs = smoke_jobs()
     at_once, threads = side_by_side(len(jobs))
     with ThreadPoolExecutor(max_workers=at_once) as pool:

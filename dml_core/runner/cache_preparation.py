@@ -27,7 +27,7 @@ import torch
 
 from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, estimated_cache_bytes
 from dml_core.data.pipeline_choice import GIB, readable_bytes, wants_cache
-from dml_core.data.registry import get_spec
+from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.runner.plan import PlannedRun
@@ -42,7 +42,7 @@ class CacheToPrepare:
     """One missing or stale cache the runs need: where it goes, why it is needed, which runs need it and whether
     one of them says "cache" (so cannot fall back to the PIL path)."""
 
-    dataset: str
+    dataset: DatasetSpec
     root: Path
     resize_mode: str
     resize: int
@@ -52,7 +52,7 @@ class CacheToPrepare:
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}/train ({self.resize_mode} {self.resize})"
+        return f"{self.dataset.name}/train ({self.resize_mode} {self.resize})"
 
     @property
     def folder(self) -> Path:
@@ -74,20 +74,20 @@ def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, devic
     current: set[tuple] = set()  # checked once: a cache is read and hashed to be found current
     for plan in plans:
         recipe = plan.recipe
-        spec = get_spec(recipe.data.dataset)
+        spec = plan.dataset
         if spec.generated or not wants_cache(recipe.data, kind):
             continue
         root = resolve_data_root(data_root, recipe.data.root)
         config = recipe.data.transforms
-        key = (spec.name, root, config.resize_mode, config.resize)
+        key = (spec.name, root, config.resize_mode, config.resize)  # a spec holds dicts: its name keys it
         if key in current:
             continue
         if key not in caches:
-            problem = cache_problem(*key[:2], "train", *key[2:])
+            problem = cache_problem(spec, root, "train", config.resize_mode, config.resize)
             if problem is None:
                 current.add(key)
                 continue
-            caches[key] = CacheToPrepare(*key, problem)
+            caches[key] = CacheToPrepare(spec, root, config.resize_mode, config.resize, problem)
         caches[key].runs.append(plan.name)
         caches[key].required |= recipe.data.pipeline == "cache"
     return list(caches.values())

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
+from dml_core.data.registry import DatasetSpec, get_spec
 from dml_core.errors import InputError
 from dml_core.finished_runs import is_finished_run
 from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan, table2_row_id
@@ -41,6 +43,11 @@ class PlannedRun:
         """``<run name> seed <seed>``: how logs and reports name the run (the run name carries any non-default
         readings after a ``~``)."""
         return f"{self.recipe.run_name} seed {self.recipe.training.seed}"
+
+    @cached_property
+    def dataset(self) -> DatasetSpec:
+        """The spec of the recipe's ``data.dataset``, looked up once for the preflight's checks."""
+        return get_spec(self.recipe.data.dataset)
 
 
 # How each tier shrinks a recipe.

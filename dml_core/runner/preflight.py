@@ -9,7 +9,6 @@ from pathlib import Path
 
 from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
-from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
@@ -38,7 +37,7 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
     for plan in plans:
         recipe = plan.recipe
         root = resolve_data_root(data_root, recipe.data.root)
-        spec = get_spec(recipe.data.dataset)
+        spec = plan.dataset
         if not spec.generated and not index_path(root / spec.name).is_file():
             problems.append(
                 f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
@@ -47,7 +46,7 @@ def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[
         elif recipe.data.pipeline == "cache" and not spec.generated and Process.from_environment().active:
             # one process prepares it in the preflight (``cache_preparation``), ranks of several do not
             config = recipe.data.transforms
-            problem = cache_problem(spec.name, root, "train", config.resize_mode, config.resize)
+            problem = cache_problem(spec, root, "train", config.resize_mode, config.resize)
             if problem:
                 problems.append(f"{plan.recipe_path}: data.pipeline cache: {problem}")
         weights = recipe.model.weights

@@ -14,6 +14,7 @@ import torch
 from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
+from dml_core.data.registry import DatasetSpec
 from dml_core.recipes.settings import Recipe
 from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
@@ -78,33 +79,40 @@ class CachedBatches:
 
 
 def build_batch_source(
-    recipe: Recipe, model, train_set, sampler, root: Path, device: torch.device, slots: list[int] | None = None
+    recipe: Recipe,
+    dataset: DatasetSpec,
+    model,
+    train_set,
+    sampler,
+    root: Path,
+    device: torch.device,
+    slots: list[int] | None = None,
 ):
-    """The recipe's batch source: "pil" (DataLoader workers) or "cache" (device-side), as ``data.pipeline`` says
-    or, for "auto", as ``pipeline_for_run`` chooses; its ``pipeline`` says which and why."""
-    choice, cache = pipeline_for_run(recipe, root, device.type, device_memory(device))
+    """The recipe's batch source: "pil" (DataLoader workers) or "cache" (device-side, from ``dataset``'s cache), as
+    ``data.pipeline`` says or, for "auto", as ``pipeline_for_run`` chooses; its ``pipeline`` says which and why."""
+    choice, cache = pipeline_for_run(recipe, dataset, root, device.type, device_memory(device))
     if choice.pipeline == "pil":
         workers = loader_workers(recipe.data.num_workers)
         return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots, choice)
     config = recipe.data.transforms
     if cache is None:  # set so by the recipe, and missing: refused, saying what to run
-        cache = load_cache(recipe.data.dataset, root, "train", config.resize_mode, config.resize)
+        cache = load_cache(dataset, root, "train", config.resize_mode, config.resize)
     augmentation = BatchAugmentation(cache.to(device), model.input_spec, config)
     return CachedBatches(augmentation, sampler, recipe.training.seed, device, slots, choice)
 
 
 def pipeline_for_run(
-    recipe: Recipe, root: Path, device_type: str, device_bytes: int | None
+    recipe: Recipe, dataset: DatasetSpec, root: Path, device_type: str, device_bytes: int | None
 ) -> tuple[PipelineChoice, ImageCache | None]:
-    """The run's pipeline (``data.pipeline_choice``) and, where it would take the cache and a current one is there,
-    the cache (memory-mapped, on the host). A generated set's cache is built first."""
+    """The run's pipeline (``data.pipeline_choice``) and, where it would take the cache and a current one of
+    ``dataset`` is there, the cache (memory-mapped, on the host). A generated set's cache is built first."""
     settings = recipe.data
     if not wants_cache(settings, device_type):
         return choose_pipeline(settings, device_type, None, 0, device_bytes), None
     config = recipe.data.transforms
-    ensure_generated_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
-    problem = cache_problem(settings.dataset, root, "train", config.resize_mode, config.resize)
-    cache = None if problem else load_cache(settings.dataset, root, "train", config.resize_mode, config.resize)
+    ensure_generated_cache(dataset, root, "train", config.resize_mode, config.resize)
+    problem = cache_problem(dataset, root, "train", config.resize_mode, config.resize)
+    cache = None if problem else load_cache(dataset, root, "train", config.resize_mode, config.resize)
     choice = choose_pipeline(settings, device_type, problem, len(cache.pixels) if cache else 0, device_bytes)
     return choice, cache if choice.pipeline == "cache" else None
 

@@ -12,7 +12,7 @@ from torch import nn
 from dml_core.data import SAMPLERS, ImageDataset, build_transform, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.data.prepare import ensure_generated
-from dml_core.data.registry import get_spec
+from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.losses import build_loss, with_run_values
@@ -45,8 +45,8 @@ def _concat(a: SplitIndex, b: SplitIndex) -> SplitIndex:
     )
 
 
-def load_test_split(dataset: str, root: Path) -> tuple[SplitIndex, np.ndarray | None, np.ndarray | None]:
-    if "test" in get_spec(dataset).splits:
+def load_test_split(dataset: DatasetSpec, root: Path) -> tuple[SplitIndex, np.ndarray | None, np.ndarray | None]:
+    if "test" in dataset.splits:
         return load_split(dataset, root, "test"), None, None
     query, gallery = (load_split(dataset, root, split) for split in QUERY_GALLERY_SPLITS)
     mask = np.zeros(len(query) + len(gallery), dtype=bool)
@@ -106,13 +106,16 @@ def build_sampler(recipe: Recipe, labels: np.ndarray):
         raise InputError(f"sampler {name!r}: bad parameters {recipe.sampler.params}: {error}") from None
 
 
-def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
-    """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
+def build_datasets(
+    recipe: Recipe, dataset: DatasetSpec, model: EmbeddingModel, root: Path
+) -> tuple[ImageDataset, np.ndarray, TestSet]:
+    """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set, of
+    ``dataset`` (the spec of the recipe's ``data.dataset``)."""
     config = recipe.data.transforms
-    ensure_generated(recipe.data.dataset, root)
-    train_split = load_split(recipe.data.dataset, root, "train")
+    ensure_generated(dataset, root)
+    train_split = load_split(dataset, root, "train")
     train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
-    test_split, query_mask, gallery_mask = load_test_split(recipe.data.dataset, root)
+    test_split, query_mask, gallery_mask = load_test_split(dataset, root)
     test = ImageDataset(test_split, build_transform(model.input_spec, config, train=False))
     return train, train_split.dense_labels(), TestSet(test, test_split.labels, query_mask, gallery_mask)
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 
+from dml_core.data.registry import get_spec
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.evaluation.per_query import PerQuery
 from dml_core.output_paths import data_root as resolve_data_root
@@ -151,7 +152,8 @@ def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str |
     model = builders.build_model(recipe)
     model.load_state_dict(state["model"])
     model.to(device)
-    _, _, test_set = builders.build_datasets(recipe, model, resolve_data_root(data_root, recipe.data.root))
+    dataset = get_spec(recipe.data.dataset)
+    _, _, test_set = builders.build_datasets(recipe, dataset, model, resolve_data_root(data_root, recipe.data.root))
     result = evaluate_model(model, test_set, recipe, device)
     return {
         "checkpoint": str(path),

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from dml_core.data import ImageDataset
+from dml_core.data.registry import get_spec
 from dml_core.models import EmbeddingModel
 from dml_core.recipes.settings import Recipe
 from dml_core.training import builders
@@ -41,8 +42,9 @@ class RunParts:
 def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process = SINGLE_PROCESS) -> RunParts:
     """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source
     (of ``process``'s share of every batch when training on several processes)."""
+    dataset = get_spec(recipe.data.dataset)  # looked up once: the data steps below take the spec
     model = builders.build_model(recipe, root)
-    train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
+    train_set, dense_labels, test_set = builders.build_datasets(recipe, dataset, model, root)
     sampler = builders.build_sampler(recipe, dense_labels)
     loss = builders.build_loss_for(
         recipe,
@@ -59,7 +61,7 @@ def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process
         model.to(memory_format=torch.channels_last)
     optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
     scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
-    batches = build_batch_source(recipe, model, train_set, sampler, root, device, sharding.slots)
+    batches = build_batch_source(recipe, dataset, model, train_set, sampler, root, device, sharding.slots)
     return RunParts(
         model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, batches, sharding,
         batchnorm_statistics,

@@ -207,5 +207,6 @@ def prepare_tiny(monkeypatch, dataset: str, base: Path) -> Path:
     """:func:`tiny_layout` prepared under ``base/data`` (returned)."""
     from dml_core.data.prepare import prepare
 
-    prepare(dataset, base / "data", [tiny_layout(monkeypatch, dataset, base)], progress=False)
+    source = tiny_layout(monkeypatch, dataset, base)  # first: it shrinks the registry's spec to the layout
+    prepare(DATASETS[dataset], base / "data", [source], progress=False)
     return base / "data"

@@ -7,6 +7,7 @@ import torch
 from dml_core.data import ImageDataset, build_transform, load_split
 from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.image_cache import build_cache, load_cache
+from dml_core.data.registry import get_spec
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
 from dml_core.recipes.settings import TransformSettings
 from dml_core.training.seeded_batches import SeededDataset
@@ -23,10 +24,11 @@ from dml_core.training.seeded_batches import SeededDataset
     ],
 )
 def test_identical_tensors_for_the_same_keys(odd_sized_cub, config, spec):
-    build_cache("cub200", odd_sized_cub, "train", config.resize_mode, config.resize, progress=False)
-    cache = load_cache("cub200", odd_sized_cub, "train", config.resize_mode, config.resize)
+    cub = get_spec("cub200")
+    build_cache(cub, odd_sized_cub, "train", config.resize_mode, config.resize, progress=False)
+    cache = load_cache(cub, odd_sized_cub, "train", config.resize_mode, config.resize)
     reference = SeededDataset(
-        ImageDataset(load_split("cub200", odd_sized_cub, "train"), build_transform(spec, config, train=True))
+        ImageDataset(load_split(cub, odd_sized_cub, "train"), build_transform(spec, config, train=True))
     )
     augment = BatchAugmentation(cache, spec, config)
     positions = [0, 3, 5, 1, 3]
@@ -39,9 +41,10 @@ def test_identical_tensors_for_the_same_keys(odd_sized_cub, config, spec):
 def test_random_resized_crops_draw_torchvisions_boxes_and_resize_like_it(odd_sized_cub):
     # RandomResizedCrop on a cached image: the same boxes (torchvision's sampler, same seeds) and kernels as the
     # PIL path would use on an image of that size.
+    cub = get_spec("cub200")
     config = TransformSettings(resize_mode="squash", resize=40, crop_size=24, train_crop="random_resized_crop")
-    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
-    augment = BatchAugmentation(load_cache("cub200", odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
+    build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
+    augment = BatchAugmentation(load_cache(cub, odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
     boxes, _ = augment.draw([40] * 2000, [40] * 2000, list(range(2000)))
     areas = np.array([box["height"] * box["width"] / 1600 for box in boxes])
     assert areas.min() >= 0.16 - 0.05 and areas.max() <= 1.0
@@ -50,9 +53,10 @@ def test_random_resized_crops_draw_torchvisions_boxes_and_resize_like_it(odd_siz
 
 
 def test_crop_positions_cover_the_image_uniformly(odd_sized_cub):
+    cub = get_spec("cub200")
     config = TransformSettings(resize_mode="squash", resize=40, train_crop="random_crop", crop_size=32)
-    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
-    augment = BatchAugmentation(load_cache("cub200", odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
+    build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
+    augment = BatchAugmentation(load_cache(cub, odd_sized_cub, "train", "squash", 40), IMAGENET_RGB, config)
     boxes, flips = augment.draw([40] * 4500, [40] * 4500, list(range(4500)))
     tops = np.bincount([box["top"] for box in boxes], minlength=9)
     assert len(tops) == 9 and tops.min() > 400  # 9 positions, ~500 each

@@ -5,6 +5,7 @@ test_loading.py)."""
 import pytest
 
 from dml_core.data.prepare import prepare
+from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from tests.data.layouts import TINY_SWAPS, tiny_layout
 
@@ -25,7 +26,7 @@ REFUSALS = {
 def test_ids_swapped_between_train_and_test_are_refused_by_prepare(monkeypatch, tmp_path, dataset):
     source = tiny_layout(monkeypatch, dataset, tmp_path, swap=TINY_SWAPS[dataset])
     with pytest.raises(InputError, match=REFUSALS[dataset]) as error:
-        prepare(dataset, tmp_path / "data", [source], progress=False)
+        prepare(get_spec(dataset), tmp_path / "data", [source], progress=False)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "data" / dataset / "dml_index.csv").exists()
 
@@ -33,4 +34,4 @@ def test_ids_swapped_between_train_and_test_are_refused_by_prepare(monkeypatch, 
 @pytest.mark.parametrize("dataset", sorted(TINY_SWAPS))
 def test_the_unswapped_layouts_prepare(monkeypatch, tmp_path, dataset):
     source = tiny_layout(monkeypatch, dataset, tmp_path)
-    assert prepare(dataset, tmp_path / "data", [source], progress=False).index_file.is_file()
+    assert prepare(get_spec(dataset), tmp_path / "data", [source], progress=False).index_file.is_file()

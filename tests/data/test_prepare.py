@@ -13,14 +13,16 @@ from dml_core.data.decode_check import CHUNK, check_images_decode
 from dml_core.data.index import index_path, read_index
 from dml_core.data.loading import load_split
 from dml_core.data.prepare import prepare
+from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from tests.data.layouts import make_cub, make_tgz, shrink_spec, write_jpeg
 from tests.test_atomic_io import dead_pid
 
 
 def _prepare_and_load(root: str) -> int:
-    prepare("embedded", root, progress=False)
-    return len(load_split("embedded", root, "train").labels)
+    glyphs = get_spec("embedded")
+    prepare(glyphs, root, progress=False)
+    return len(load_split(glyphs, root, "train").labels)
 
 
 @pytest.mark.slow
@@ -47,7 +49,7 @@ def test_a_truncated_jpeg_is_named_by_prepare_with_pils_reason(monkeypatch, tmp_
         data = (tmp_path / "src" / path).read_bytes()
         (tmp_path / "src" / path).write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError) as error:
-        prepare("cub200", tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
+        prepare(get_spec("cub200"), tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
     message = str(error.value)
     assert f"{expected[2][0]}: cannot decode image (Truncated File Read); the file is corrupt" in message
     assert "\n" not in message
@@ -75,9 +77,9 @@ def test_a_renamed_published_archive_is_still_checked_by_its_content(monkeypatch
     other = make_tgz(tmp_path / "birds.tar.gz", tmp_path / "src", ["CUB_200_2011"])  # same top folder, other bytes
     pattern = r"birds.tar.gz: checksum mismatch: expected md5 \w+ \(the published CUB_200_2011.tgz, which unpacks to"
     with pytest.raises(InputError, match=pattern):
-        prepare("cub200", tmp_path / "data", [other], progress=False)
+        prepare(get_spec("cub200"), tmp_path / "data", [other], progress=False)
     renamed = published.rename(tmp_path / "download")  # the published bytes under another name, no suffix even
-    prepared = prepare("cub200", tmp_path / "data", [renamed], progress=False)
+    prepared = prepare(get_spec("cub200"), tmp_path / "data", [renamed], progress=False)
     assert prepared.notes == () and prepared.images_per_split == {"train": 6, "test": 6}
 
 
@@ -85,13 +87,13 @@ def test_what_cannot_be_checked_is_said_in_one_line_each(monkeypatch, tmp_path):
     expected = make_cub(tmp_path / "src" / "birds")  # repacked under another top folder: not the published archive
     shrink_spec(monkeypatch, "cub200", expected)
     repacked = make_tgz(tmp_path / "mine.tgz", tmp_path / "src", ["birds"])
-    (note,) = prepare("cub200", tmp_path / "data", [repacked], progress=False).notes
+    (note,) = prepare(get_spec("cub200"), tmp_path / "data", [repacked], progress=False).notes
     assert note == (
         f"{repacked}: md5 not checked: neither its name, its md5 nor its content (birds) is one of the published "
         "cub200 files (CUB_200_2011.tgz)"
     )
     folder = tmp_path / "src" / "birds" / "CUB_200_2011"
-    (note,) = prepare("cub200", tmp_path / "other", [folder], progress=False).notes
+    (note,) = prepare(get_spec("cub200"), tmp_path / "other", [folder], progress=False).notes
     assert note == f"{folder}: a folder: no archive md5 to check (its annotations, identities and counts are checked)"
 
 
@@ -105,7 +107,7 @@ def test_a_killed_prepares_staging_copy_neither_blocks_nor_stays(monkeypatch, tm
     live = dataset_dir / f".extract-{host}-{os.getppid()}.a1b2c3d4"  # an extraction still running elsewhere
     for staging in (stale, live):
         shutil.copytree(tmp_path / "src" / "CUB_200_2011", staging / "CUB_200_2011")
-    prepared = prepare("cub200", tmp_path / "data", [archive], progress=False)
+    prepared = prepare(get_spec("cub200"), tmp_path / "data", [archive], progress=False)
     assert prepared.images_per_split == {"train": 6, "test": 6}
     assert not stale.exists() and live.exists()
     assert all(not row.path.startswith(".") for row in read_index(dataset_dir))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from dml_core.data.prepare import prepare
+from dml_core.data.registry import get_spec
 from dml_core.losses.cgml import rbf_adjacency
 from dml_core.recipes import find_run, smoke_version
 from dml_core.training import builders
@@ -20,7 +21,7 @@ def _recipe(reference, **choices):
 @pytest.fixture(scope="module")
 def embedded_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
-    prepare("embedded", root, progress=False)
+    prepare(get_spec("embedded"), root, progress=False)
     return root
 
 

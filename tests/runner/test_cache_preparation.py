@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from dml_core.data.image_cache import cache_dir, cache_problem
+from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from dml_core.runner import cache_preparation
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
@@ -54,24 +55,25 @@ def test_the_caches_to_prepare_are_those_the_runs_will_train_from(paper, odd_siz
     (cache,) = caches_to_prepare(_plans(paper), odd_sized_cub, "cuda")  # not the random resized crops' run
     assert cache.name == "cub200/train (squash 40)" and not cache.required
     assert cache.runs == ["ours-cub200 seed 0", "ours-cub200 seed 1"]
-    assert cache.folder == cache_dir(odd_sized_cub, "cub200", "train", "squash", 40)
+    assert cache.folder == cache_dir(odd_sized_cub, get_spec("cub200"), "train", "squash", 40)
     (cache,) = caches_to_prepare(_plans(paper, pipeline="cache"), odd_sized_cub, "cpu")  # both runs, one cache
     assert len(cache.runs) == 4 and cache.required
 
 
 def test_the_preflight_prepares_the_cache_saying_what_it_writes(paper, odd_sized_cub):
+    cub = get_spec("cub200")
     lines = []
     _paper_run(paper, odd_sized_cub, "cpu").preflight(lines.append)
-    assert lines == [] and cache_problem("cub200", odd_sized_cub, "train", "squash", 40)
+    assert lines == [] and cache_problem(cub, odd_sized_cub, "train", "squash", 40)
     _paper_run(paper, odd_sized_cub, "cuda").preflight(lines.append)  # only the device type is read: no GPU needed
-    folder = cache_dir(odd_sized_cub, "cub200", "train", "squash", 40)
+    folder = cache_dir(odd_sized_cub, cub, "train", "squash", 40)
     assert lines[0].startswith(
         f"data.pipeline: preparing the decoded image cache of cub200/train (squash 40) for 1 run(s): 6 images, "
         f"28.1 KiB, in {folder}; "
     )
     assert lines[0].endswith(" GiB free there; decoding every image once, in this process")
     assert lines[1].startswith("data.pipeline: cache of cub200/train (squash 40) ready in ")
-    assert cache_problem("cub200", odd_sized_cub, "train", "squash", 40) is None
+    assert cache_problem(cub, odd_sized_cub, "train", "squash", 40) is None
     assert (folder / "pixels.u8").stat().st_size == 6 * 3 * 40 * 40
     lines.clear()
     _paper_run(paper, odd_sized_cub, "cuda").preflight(lines.append)
@@ -79,12 +81,13 @@ def test_the_preflight_prepares_the_cache_saying_what_it_writes(paper, odd_sized
 
 
 def test_finished_runs_need_no_cache_unless_rerun(paper, odd_sized_cub, monkeypatch):
+    cub = get_spec("cub200")
     monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: True)
     lines = []
     _paper_run(paper, odd_sized_cub, "cuda").preflight(lines.append)
-    assert lines == [] and cache_problem("cub200", odd_sized_cub, "train", "squash", 40)
+    assert lines == [] and cache_problem(cub, odd_sized_cub, "train", "squash", 40)
     replace(_paper_run(paper, odd_sized_cub, "cuda"), rerun=True).preflight(lines.append)
-    assert len(lines) == 2 and cache_problem("cub200", odd_sized_cub, "train", "squash", 40) is None
+    assert len(lines) == 2 and cache_problem(cub, odd_sized_cub, "train", "squash", 40) is None
 
 
 def test_a_cache_the_disk_cannot_hold_leaves_auto_runs_on_the_pil_path_and_refuses_cache_runs(
@@ -95,7 +98,7 @@ def test_a_cache_the_disk_cannot_hold_leaves_auto_runs_on_the_pil_path_and_refus
     monkeypatch.setattr(cache_preparation, "free_disk_bytes", lambda folder: cache_preparation.DISK_HEADROOM)
     lines = []
     prepare_caches(caches_to_prepare(_plans(paper), odd_sized_cub, "cuda"), lines.append)
-    folder = cache_dir(odd_sized_cub, "cub200", "train", "squash", 40)
+    folder = cache_dir(odd_sized_cub, get_spec("cub200"), "train", "squash", 40)
     assert lines == [
         f"data.pipeline auto: the decoded image cache of cub200/train (squash 40) does not fit (6 images, 28.1 KiB, in "
         f"{folder}; 1.0 GiB free there; 1.0 GiB kept free): 2 run(s) train on the PIL path"
@@ -114,7 +117,7 @@ def test_under_torchrun_nothing_is_prepared_and_cache_runs_need_theirs_first(pap
     monkeypatch.setenv("RANK", "0")
     lines = []
     _paper_run(paper, odd_sized_cub, "cuda").preflight(lines.append)
-    assert lines == [] and cache_problem("cub200", odd_sized_cub, "train", "squash", 40)
+    assert lines == [] and cache_problem(get_spec("cub200"), odd_sized_cub, "train", "squash", 40)
     (line,) = missing_inputs(_plans(paper, pipeline="cache")[:1], odd_sized_cub)
     assert "data.pipeline cache: " in line and line.endswith("--cache squash --cache-size 40`")
     monkeypatch.delenv("WORLD_SIZE")

@@ -7,12 +7,14 @@ import torch
 
 from dml_core.data.image_cache import build_cache
 from dml_core.data.pipeline_choice import GIB
+from dml_core.data.registry import DATASETS, get_spec
 from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import builders, train
 from dml_core.training.batches import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
+from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
 
@@ -30,34 +32,37 @@ def _cub_recipe(tmp_path, root, **data):
 
 
 def test_auto_on_cuda_takes_a_current_cache_that_leaves_the_gpu_room(tmp_path, odd_sized_cub):
+    cub = get_spec("cub200")
     recipe = _cub_recipe(tmp_path, odd_sized_cub)
-    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 80 * GIB)
+    choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cuda", 80 * GIB)
     assert (choice.pipeline, cache) == ("pil", None)
     command = f"run `dml prepare cub200 --root {odd_sized_cub} --cache squash --cache-size 40`"
     assert choice.reason.startswith("auto: no current cache: ") and choice.reason.endswith(command)
-    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
-    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 80 * GIB)
+    build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
+    choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cuda", 80 * GIB)
     assert choice.pipeline == "cache" and len(cache) == 6 and len(cache.pixels) == 6 * 3 * 40 * 40
-    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cuda", 2 * len(cache.pixels) - 1)
+    choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cuda", 2 * len(cache.pixels) - 1)
     assert (choice.pipeline, cache) == ("pil", None) and "would take over 50% of the GPU's" in choice.reason
-    choice, cache = pipeline_for_run(recipe, odd_sized_cub, "cpu", None)
+    choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cpu", None)
     assert (choice.pipeline, cache) == ("pil", None)
 
 
 def test_the_batch_source_is_the_chosen_pipeline_and_says_which(tmp_path, odd_sized_cub):
-    cpu = torch.device("cpu")
+    cpu, cub = torch.device("cpu"), get_spec("cub200")  # after the fixture shrank its counts
 
     def source(**data):
         recipe = _cub_recipe(tmp_path, odd_sized_cub, **data)
         model = builders.build_model(recipe)
-        train_set, labels, _ = builders.build_datasets(recipe, model, odd_sized_cub)
-        return build_batch_source(recipe, model, train_set, builders.build_sampler(recipe, labels), odd_sized_cub, cpu)
+        train_set, labels, _ = builders.build_datasets(recipe, cub, model, odd_sized_cub)
+        return build_batch_source(
+            recipe, cub, model, train_set, builders.build_sampler(recipe, labels), odd_sized_cub, cpu
+        )
 
     auto = source()
     assert isinstance(auto, LoaderBatches) and auto.pipeline.record()["pipeline_setting"] == "auto"
     with pytest.raises(InputError, match=r"no image cache for cub200/train .* --cache squash --cache-size 40`"):
         source(pipeline="cache")  # set by the recipe and missing: refused, saying what to run
-    build_cache("cub200", odd_sized_cub, "train", "squash", 40, progress=False)
+    build_cache(get_spec("cub200"), odd_sized_cub, "train", "squash", 40, progress=False)
     cached = source(pipeline="cache")
     assert isinstance(cached, CachedBatches) and cached.pipeline.record() == {
         "pipeline": "cache", "pipeline_setting": "cache", "pipeline_reason": "set by the recipe",
@@ -65,6 +70,24 @@ def test_the_batch_source_is_the_chosen_pipeline_and_says_which(tmp_path, odd_si
     images, _ = next(iter(cached.epoch(0, 0)))
     assert images.shape == (4, 3, 32, 32)
     assert isinstance(source(), LoaderBatches)  # auto on the CPU: the PIL path, cache or not
+
+
+def test_a_run_looks_its_dataset_up_once_and_every_data_step_takes_the_spec(monkeypatch, tmp_path, odd_sized_cub):
+    """``build_run`` looks the recipe's dataset up, and the data steps (its splits, its cache) take the spec it
+    found, not the name (issue 36: the name was looked up again at every step)."""
+    recipe = _cub_recipe(tmp_path, odd_sized_cub, pipeline="cache")
+    build_cache(get_spec("cub200"), odd_sized_cub, "train", "squash", 40, progress=False)
+    looked_up, lookup = [], DATASETS.lookup
+
+    def counted_lookup(name, *args, **kwargs):
+        looked_up.append(name)
+        return lookup(name, *args, **kwargs)
+
+    monkeypatch.setattr(DATASETS, "lookup", counted_lookup)
+    parts = build_run(recipe, odd_sized_cub, torch.device("cpu"))
+    assert looked_up == ["cub200"]
+    assert isinstance(parts.batches, CachedBatches) and len(parts.batches.augmentation.cache) == len(parts.train_set)
+    assert len(parts.test_set.labels) == 6  # the test split too
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ from torch import nn
 from dml_core.cpu_cores import available_cores
 from dml_core.data import load_split
 from dml_core.data.prepare import ensure_generated
+from dml_core.data.registry import get_spec
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import PAPERS, find_run
 from dml_core.recipes.compose import with_overrides
@@ -230,7 +231,7 @@ def train_side_by_side(
 ) -> dict[tuple[str, str], TinyRun]:
     """Train the ``(key, variant)`` tiny runs side by side in one-thread workers (the mini tier's runner), each in
     ``folder(key)``, mutated runs to ``mutated_length[key]`` where given; raise the first failure."""
-    ensure_generated("embedded", data_root)  # once, before the workers read it
+    ensure_generated(get_spec("embedded"), data_root)  # once, before the workers read it
     short = {key: tuple(length.items()) for key, length in (mutated_length or {}).items()}
     lengths = {(key, variant): short.get(key, ()) if variant != REAL else () for key, variant in runs}
     jobs = [

@@ -8,6 +8,7 @@ from PIL import Image
 from dml_core.data.index import IndexRow, index_path, read_index, write_index
 from dml_core.data.loading import load_split
 from dml_core.data.prepare import ensure_generated
+from dml_core.data.registry import get_spec
 from dml_core.data.sources.embedded import IMAGE_SIZE, MINI_SET, SMOKE_SET, generate, render_glyph
 
 
@@ -19,11 +20,12 @@ def _png(image: Image.Image) -> bytes:
 
 @pytest.mark.slow  # generates the full set: about 3 s alone, more on a busy machine
 def test_generated_before_a_run_with_disjoint_classes(tmp_path):
+    glyphs = get_spec("embedded")
     embedded_root = tmp_path
     assert not index_path(embedded_root / "embedded").exists()
-    ensure_generated("embedded", embedded_root)
-    train = load_split("embedded", embedded_root, "train")
-    test = load_split("embedded", embedded_root, "test")
+    ensure_generated(glyphs, embedded_root)
+    train = load_split(glyphs, embedded_root, "train")
+    test = load_split(glyphs, embedded_root, "test")
     assert train.num_classes + test.num_classes >= 80
     assert not set(train.labels.tolist()) & set(test.labels.tolist())
     with Image.open(train.paths[0]) as image:
@@ -58,13 +60,14 @@ def test_the_mini_split_interleaves_code_points_so_both_halves_hold_every_kind_o
 
 @pytest.mark.slow  # generates the full smoke set
 def test_an_index_written_with_another_split_is_written_again_and_the_images_kept(tmp_path):
-    ensure_generated("embedded", tmp_path)
+    glyphs = get_spec("embedded")
+    ensure_generated(glyphs, tmp_path)
     dataset_dir = tmp_path / "embedded"
     rows = read_index(dataset_dir)
     image = dataset_dir / rows[0].path
     made = image.stat().st_mtime_ns
     swapped = [IndexRow(row.path, row.label, "test" if row.split == "train" else "train") for row in rows]
     write_index(dataset_dir, swapped)  # as an older version with another split would have left it
-    ensure_generated("embedded", tmp_path)
+    ensure_generated(glyphs, tmp_path)
     assert read_index(dataset_dir) == SMOKE_SET.read_layout(dataset_dir)
     assert image.stat().st_mtime_ns == made
