@@ -33,7 +33,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from dml_core.errors import InputError
-from dml_core.schema import StrictModel, by_id, load_yaml_model
+from dml_core.schema import StrictModel, by_id, load_yaml_model, require_unique_ids
 from dml_core.vocabulary import IMAGE_DATASETS, PAPER_KEYS, PaperKey, PublishedBackbone, suite_backbone
 
 # The repository's papers/ folder (beside the dml_core package).
@@ -205,10 +205,7 @@ class PublishedPaper(StrictModel):
 
     @model_validator(mode="after")
     def _table_ids_unique(self) -> PublishedPaper:
-        ids = [table.id for table in self.tables]
-        duplicated = sorted({table_id for table_id in ids if ids.count(table_id) > 1})
-        if duplicated:
-            raise ValueError(f"table ids must be unique, found repeated {', '.join(duplicated)}")
+        require_unique_ids((table.id for table in self.tables), "table ids")
         return self
 
     def table(self, table_id: str) -> PublishedTable:

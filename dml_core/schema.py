@@ -14,7 +14,8 @@ demo.yaml: invalid recipe: field epochs: Input should be a valid integer, ...; f
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +34,21 @@ class StrictModel(BaseModel):
     """Unknown fields are errors; instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def require_unique_ids(ids: Iterable[str], what: str) -> None:
+    """Refuse repeated ids of a model's items with a ``ValueError`` (a validator's way: pydantic words it at the
+    model's place) naming each repeated id once, sorted.
+
+    >>> require_unique_ids(["table1", "table2"], "table ids")
+    >>> require_unique_ids(["b", "a", "c", "b", "a", "b"], "claim ids")
+    Traceback (most recent call last):
+    ...
+    ValueError: claim ids must be unique, found repeated a, b
+    """
+    repeated = sorted(item for item, count in Counter(ids).items() if count > 1)
+    if repeated:
+        raise ValueError(f"{what} must be unique, found repeated {', '.join(repeated)}")
 
 
 def field_location(tree: Any, loc: Location) -> str:

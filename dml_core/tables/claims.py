@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from dml_core.errors import InputError
 from dml_core.published import PAPERS_DIR, PublishedPaper, find_row, load_published
-from dml_core.schema import StrictModel, by_id, load_yaml_model
+from dml_core.schema import StrictModel, by_id, load_yaml_model, require_unique_ids
 from dml_core.vocabulary import PaperKey
 
 CLAIMS_FILE = "claims.yaml"
@@ -91,10 +91,7 @@ class PaperClaims(StrictModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> PaperClaims:
-        ids = [claim.id for claim in self.claims]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"claim ids must be unique, found repeated {', '.join(repeated)}")
+        require_unique_ids((claim.id for claim in self.claims), "claim ids")
         return self
 
 
