@@ -1,10 +1,10 @@
 """The class-disjoint validation split carved from a data set's training classes (``data.validation``).
 
 Model selection on the test classes (the papers' practice: the best test R@1 over training) reports a number the
-test classes chose; Musgrave et al. (ECCV 2020, section 4.1) and Roth et al. (ICML 2020, section 3) select on
-classes held out of the training ones instead. Which classes are held out depends on the training classes, the
-fraction and the split's own seed only: never on the run's seed or the method, so every method of a comparison
-is selected on the same classes, and never on the test split.
+test classes chose: the "training with test set feedback" of Musgrave et al. (ECCV 2020, section 3.2), who choose on
+class-disjoint folds of the training classes instead (section 4.2); this is one such fold. Which classes are held out
+depends on the training classes, the fraction and the split's own seed only: never on the run's seed or the method,
+so every method of a comparison is selected on the same classes, and never on the test split.
 """
 
 from __future__ import annotations
