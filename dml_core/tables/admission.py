@@ -202,6 +202,13 @@ def _check_pick(field: str, record: SelectionRecord, pick: dict) -> None:
     extra = sorted(set(record.metrics) - set(pick["metrics"]))
     if extra:
         raise _field(f"{field}.metrics", f"the metrics of the evaluation at iteration {pick['iteration']}", extra)
+    validation = pick.get("validation_metrics")  # a run with a validation split (``data.validation``)
+    if record.validation_metrics != validation:
+        raise _field(
+            f"{field}.validation_metrics",
+            f"{validation!r} (the evaluation at iteration {pick['iteration']}, {rule})",
+            record.validation_metrics,
+        )
 
 
 def check_numbers(results: ResultsFile, recipe: Recipe) -> None:
@@ -236,7 +243,11 @@ def check_numbers(results: ResultsFile, recipe: Recipe) -> None:
     _check_values("selection.metrics", results.selection.metrics)
     picks = select_every_rule(evaluations)
     if rule not in picks:  # best_r1 where some evaluation has no R@1
-        raise _field("selection.rule", "a rule its evaluations can apply (best_r1 needs R@1 in each)", repr(rule))
+        raise _field(
+            "selection.rule",
+            "a rule its evaluations can apply (best_r1 needs R@1 in each, best_val_r1 a validation R@1 in each)",
+            repr(rule),
+        )
     _check_pick("selection", results.selection, picks[rule])
     for name, record in (results.selections or {}).items():
         if name not in picks:

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from dml_core.published import load_published
+from dml_core.results import select_every_rule
 from dml_core.tables.admission import admit_results, protocol_metrics
 from dml_core.tables.join import read_results_folder
 from dml_core.tables.planned import load_plan
@@ -184,6 +185,23 @@ def test_a_selection_of_another_evaluation_or_rule_is_refused(root):
     assert (
         _only_refusal(_admit(root))
         == "field selection.rule: expected 'best_r1' (its recipe's evaluation.selection), found 'final'"
+    )
+
+
+def test_validation_numbers_beside_a_pick_must_be_its_evaluations(root):
+    payload = pinned_payload(curve=[{"R@1": 40.0, "R@2": 2.0, "NMI": 3.0}, {"R@1": 30.0, "R@2": 2.0, "NMI": 3.0}])
+    for evaluation, r1 in zip(payload["evaluations"], (20.0, 25.0), strict=True):
+        evaluation["validation_metrics"] = {"R@1": r1, "R@2": 2.0, "NMI": 3.0}
+    payload["selections"] = select_every_rule(payload["evaluations"])
+    payload["selection"] = payload["selections"]["best_r1"]
+    assert payload["selections"]["best_val_r1"]["iteration"] == 10 != payload["selection"]["iteration"]
+    _forge(root, payload)
+    assert [item.path.name for item in _admit(root).admitted] == ["forged-seed0.json"]
+    payload["selections"]["final"]["validation_metrics"]["R@1"] = 20.0  # the first evaluation's validation number
+    _forge(root, payload)
+    assert _only_refusal(_admit(root)) == (
+        "field selections.final.validation_metrics: expected {'R@1': 25.0, 'R@2': 2.0, 'NMI': 3.0} (the evaluation "
+        "at iteration 10, rule final), found {'R@1': 20.0, 'R@2': 2.0, 'NMI': 3.0}"
     )
 
 

@@ -29,6 +29,15 @@ def test_only_the_picks_are_kept_and_a_passed_over_evaluation_never_comes_back()
     assert kept == [[1], [2], [2, 3], [2, 4], [5]]
 
 
+def test_the_pick_of_the_validation_split_keeps_its_test_terms_too():
+    picked, evaluations = PickedQueryTerms(), []
+    for iteration, r1, validation_r1 in ((1, 50.0, 30.0), (2, 60.0, 20.0), (3, 55.0, 25.0)):
+        validation = {"R@1": validation_r1}
+        evaluations.append({"iteration": iteration, "metrics": {"R@1": r1}, "validation_metrics": validation})
+        picked.add(iteration, _terms(iteration), evaluations)
+    assert sorted(picked.terms) == [1, 2, 3]  # best validation R@1, best test R@1, the final one
+
+
 def test_without_recall_only_the_final_evaluation_is_kept():
     picked, evaluations = PickedQueryTerms(), []
     for iteration in (1, 2):
