@@ -55,9 +55,9 @@ def test_methods_and_datasets_without_results_are_shown_as_not_run(tmp_path):
     write_runs(tmp_path / "results", RUNS)
     _, page = _page(tmp_path)
     assert _line(page, "proxy-anchor") == "| proxy-anchor | baseline | not run | — | — | — | — | — | not run | — |"
-    # cgml did not run, but what its paper printed is still shown (against the best printed baseline that ran)
-    cgml = "| — | not run | +4.3 over N-Pair (cgml Table 5; multi-similarity not printed) |"
-    assert _line(page, "cgml").endswith(cgml)
+    # cgml did not run; its paper printed no CUB pair (the note below the table says why)
+    assert _line(page, "cgml").endswith("| — | not run | none printed (see below) |")
+    assert "- cgml: The fair recipe runs CGML(MS)" in page
     assert "## Cars196\n\nNot run: no results of any method on Cars196." in page
     assert "## SOP\n\nNot run: no results of any method on SOP." in page
 
