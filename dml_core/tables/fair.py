@@ -141,7 +141,8 @@ def load_fair_runs(results_root: Path, tier: Tier) -> tuple[list[FairRun], Path]
         if not isinstance(results, ResultsFile):
             raise InputError(f"{item.path}: field kind: expected a deep results file, found {results.kind!r}")
         if results.tier != tier:
-            raise InputError(f"{item.path}: field tier: expected {tier.value!r} in {folder}, found {results.tier!r}")
+            found = results.tier.value
+            raise InputError(f"{item.path}: field tier: expected {tier.value!r} in {folder}, found {found!r}")
         if results.selection.rule != SELECTION_RULE:
             raise InputError(
                 f"{item.path}: field selection.rule: expected {SELECTION_RULE!r} (the fair protocol selects the "
@@ -158,7 +159,9 @@ def best_baseline(lines: Sequence[MethodLine]) -> MethodLine | None:
     return max(candidates, key=lambda line: line.mean("R@1"), default=None)
 
 
-def dataset_section(dataset: str, runs: Sequence[FairRun], claims: FairClaims, papers: dict[str, PublishedPaper]):
+def dataset_section(
+    dataset: str, runs: Sequence[FairRun], claims: FairClaims, papers: dict[str, PublishedPaper]
+) -> DatasetSection:
     """One dataset's lines (every method of the study, in its order), best baseline, differences and claims."""
     by_seed = sorted(runs, key=lambda run: run.results.seed)
     lines = [MethodLine(method, dataset, tuple(r for r in by_seed if r.method == method)) for method in FAIR_METHODS]

@@ -11,6 +11,7 @@ import numpy as np
 
 from dml_core.tables.fair import FairTables
 from dml_core.tables.figures import OKABE_ITO, STYLE, panel_grid, plt, save_png
+from dml_core.tables.join import pooled
 from dml_core.tables.labels import dataset_name
 from dml_core.tier import Tier
 
@@ -18,7 +19,8 @@ PAPER_COLOUR, BASELINE_COLOUR, BAND_COLOUR = OKABE_ITO[1], OKABE_ITO[0], OKABE_I
 
 
 def _std(values: list[float]) -> float:
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    """The sample std over seeds; an error bar of 0 for one seed."""
+    return float(np.nan_to_num(pooled(values)[1]))
 
 
 def fair_figure(tables: FairTables, path: Path) -> Path | None:

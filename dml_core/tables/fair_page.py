@@ -12,6 +12,7 @@ from dml_core.atomic_io import atomic_write_text
 from dml_core.tables.cells import MISSING, signed
 from dml_core.tables.fair import METRICS, VALIDATION_R1, ClaimCell, DatasetSection, FairTables, MethodLine
 from dml_core.tables.fair_verdicts import LEVEL
+from dml_core.tables.join import pooled
 from dml_core.tables.labels import dataset_name
 from dml_core.tables.mini import mean_std
 from dml_core.tier import Tier
@@ -143,8 +144,7 @@ def fair_rows(tables: FairTables) -> pd.DataFrame:
                    "seeds": ",".join(map(str, line.seeds)), "n_seeds": len(line.runs)}  # fmt: skip
             for metric in (*METRICS, VALIDATION_R1):
                 values = line.values(metric)
-                mean = sum(values) / len(values) if values else math.nan
-                std = pd.Series(values, dtype=float).std(ddof=1) if len(values) > 1 else math.nan
+                mean, std = pooled(values) if values else (math.nan, math.nan)
                 row.update({f"{metric} mean": mean, f"{metric} std": std})
             difference = section.differences.get(line.method)
             cell = section.claims.get(line.method)
