@@ -71,6 +71,10 @@ def _difference_text(section: DatasetSection, line: MethodLine) -> tuple[str, st
     return f"{signed(difference.estimate, 1)} {interval}", difference.verdict
 
 
+def _files(count: int) -> str:
+    return f"{count} results file{'' if count == 1 else 's'}"
+
+
 def _heading(section: DatasetSection) -> str:
     trained_on = [d for d in section.results_datasets if d != section.dataset]
     suffix = f" recipes (trained and tested on {', '.join(trained_on)})" if trained_on else ""
@@ -83,7 +87,7 @@ def section_lines(section: DatasetSection) -> list[str]:
     if not section.ran:
         return [*lines, f"Not run: no results of any method on {dataset_name(section.dataset)}.", ""]
     files = sum(len(line.runs) for line in section.lines)
-    lines += [f"Protocol, as the {files} results files record it: {section.protocol}.", ""]
+    lines += [f"Protocol, as the {_files(files)} record it: {section.protocol}.", ""]
     if section.protocol_differences:
         lines += ["> **Not one protocol:** " + " ".join(f"{text}." for text in section.protocol_differences), ""]
     best = section.best
@@ -119,7 +123,7 @@ def fair_markdown(tables: FairTables, figure: Path | None) -> str:
         lines += [MINI_BANNER, ""]
     command = "dml tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
     lines += [
-        f"Tier: **{tables.tier.value}**. Built by `{command}` from {tables.files} results files in `{source}/`; "
+        f"Tier: **{tables.tier.value}**. Built by `{command}` from {_files(tables.files)} in `{source}/`; "
         "every run's checkpoint was selected by `best_val_r1`.",
         "",
     ]

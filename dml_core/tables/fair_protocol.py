@@ -70,13 +70,15 @@ def _optimiser(results: ResultsFile) -> str:
 
 
 def _validation(results: ResultsFile) -> str:
-    """The split as the evaluation protocol recorded it (classes, their hash), else as the recipe set it."""
-    split = results.evaluation_protocol.get("validation") or _content(results, "data", "validation")
+    """The split as the evaluation protocol recorded it (``validation_split``: its class count and the hash of the
+    held-out classes, so two runs holding out other classes differ here), else as the recipe set it."""
+    split = results.evaluation_protocol.get("validation_split") or _content(results, "data", "validation")
     if not split:
         return "none"
-    if isinstance(split, Mapping):
-        return ", ".join(f"{key} {str(value)[:12]}" for key, value in split.items())
-    return str(split)
+    text = f"fraction {split.get('fraction')}, seed {split.get('seed')}"
+    if "classes" in split:
+        text += f", {split['classes']} classes held out (sha256 {str(split.get('classes_sha256'))[:12]})"
+    return text
 
 
 FIELDS: dict[str, Callable[[ResultsFile], str]] = {

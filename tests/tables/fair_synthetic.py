@@ -55,6 +55,8 @@ def fair_payload(
     payload["selection"] = select(evaluations, rule)
     payload["selections"] = select_every_rule(evaluations)
     payload["evaluation_protocol"]["selection_rule"] = rule
+    payload["evaluation_protocol"]["validation_split"] = {"fraction": 0.2, "seed": 0, "classes": 20,
+                                                          "classes_sha256": "c" * 64}  # fmt: skip
     payload["backbone"] = "bn_inception"
     payload["timing"]["iterations"] = 200
     del payload["smoke"]

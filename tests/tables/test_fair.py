@@ -81,7 +81,8 @@ def test_the_csv_holds_the_same_numbers_at_full_precision(tmp_path):
 def test_the_protocol_is_read_from_the_results_and_a_difference_is_flagged(tmp_path):
     write_runs(tmp_path / "results", RUNS)
     _, page = _page(tmp_path)
-    assert "images per step: 120; steps: 200; selection: best_val_r1; validation split: fraction 0.2, seed 0" in page
+    held_out = "validation split: fraction 0.2, seed 0, 20 classes held out (sha256 cccccccccccc)"
+    assert f"images per step: 120; steps: 200; selection: best_val_r1; {held_out}." in page
     assert "Not one protocol" not in page
     two_streams = {"name": "two_stream", "params": {"classes_per_batch": 20, "images_per_class": 2}}
     write_fair_result(tmp_path / "results", fair_payload("contrastive", "cub200", 0, 30.0, sampler=two_streams))
