@@ -87,7 +87,7 @@ def section_lines(section: DatasetSection) -> list[str]:
     if not section.ran:
         return [*lines, f"Not run: no results of any method on {dataset_name(section.dataset)}.", ""]
     files = sum(len(line.runs) for line in section.lines)
-    lines += [f"Protocol, as the {_files(files)} record it: {section.protocol}.", ""]
+    lines += [f"Protocol (read from {_files(files)}): {section.protocol}.", ""]
     if section.protocol_differences:
         lines += ["> **Not one protocol:** " + " ".join(f"{text}." for text in section.protocol_differences), ""]
     best = section.best
