@@ -9,7 +9,7 @@ the reconstruction loss and the embedding loss, weighted by lambda1 and lambda2.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -79,6 +79,11 @@ class DRMLLoss(CompositeLoss):
       assume unit vectors; the released code normalises its nodes, the head's ``normalize_nodes``). z is
       normalised by the head (``normalize``).
     - ``weight_ensem``: 1 in the paper; 0 gives Table 3's "w/o J_ensem" (lambda1 = 0 / lambda2 = 0 the others).
+    - ``branch_weighting``: "mean" (the released code's) adds the branches' losses, each averaged over its own
+      samples, so a branch with few samples gives each a larger gradient; "share" weights branch k's loss by its
+      share of the batch, n_k / N, so every sample weighs the same whichever branch takes it, as Eq. 4's sum over
+      samples does (papers/drml/method.md, section 5: at the mini tier the split batches' gradient spikes stall
+      the trunk under "mean").
     - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim`` (``feature_dim``
       None: not checked); ``from_recipe`` derives ``feature_dim`` from ``embedding_dim`` (``drml_widths``).
     ``num_classes`` and ``embedding_dim`` are filled in by the trainer. ``last_terms``: "ensem", "recon", "emb"
@@ -97,6 +102,7 @@ class DRMLLoss(CompositeLoss):
         lambda_emb: float = 10.0,
         weight_ensem: float = 1.0,
         normalize_individual: bool = True,
+        branch_weighting: Literal["mean", "share"] = "mean",
     ) -> None:
         super().__init__()
         if num_features < 1 or len(branch_losses) not in (1, num_features):
@@ -107,6 +113,9 @@ class DRMLLoss(CompositeLoss):
         self.num_features, self.feature_dim = num_features, feature_dim
         self.lambda_recon, self.lambda_emb, self.weight_ensem = lambda_recon, lambda_emb, weight_ensem
         self.normalize_individual = normalize_individual
+        if branch_weighting not in ("mean", "share"):
+            raise InputError(f"loss 'drml': branch_weighting: expected 'mean' or 'share'; got {branch_weighting!r}")
+        self.branch_weighting = branch_weighting
         self.branch_losses = nn.ModuleList(branch_losses)
         self.embedding_loss = embedding_loss
 
@@ -170,7 +179,8 @@ class DRMLLoss(CompositeLoss):
             if len(rows) == 0:
                 branch_terms.append(zero_loss(individual))
                 continue
-            branch_terms.append(self.branch_loss(k)(individual[rows, k], labels[rows]))
+            term = self.branch_loss(k)(individual[rows, k], labels[rows])
+            branch_terms.append(term * (len(rows) / len(labels)) if self.branch_weighting == "share" else term)
         ensem = torch.stack(branch_terms).sum()
         recon = output.reconstruction_error.mean()
         emb = self.embedding_loss(output.embedding, labels)

@@ -146,6 +146,31 @@ def test_ablation_weights_switch_terms_off():
         torch.testing.assert_close(_hand_loss(**kwargs)(output, labels), expected)
 
 
+class _FirstCoordinateMean(torch.nn.Module):
+    """A base loss that is a plain mean over its samples (of their first coordinate): its gradient is 1 / n on
+    each of the n samples it sees, which makes each sample's weight in J_ensem readable."""
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return embeddings[:, 0].mean()
+
+
+@pytest.mark.parametrize(("weighting", "lone", "others"), [("mean", 1.0, 1 / 4), ("share", 1 / 5, 1 / 5)])
+def test_branch_weighting_sets_each_samples_weight(weighting, lone, others):
+    # One sample routed to branch 0, four to branch 1 (a split batch, as the routing makes at a random start):
+    # averaged per branch the lone sample weighs 1 and the others 1/4; weighted by share (Eq. 4's sum over
+    # samples) every sample weighs 1/N whichever branch takes it.
+    individual = torch.randn(5, 2, 3, dtype=torch.float64).requires_grad_(True)
+    errors = torch.tensor([[0.0, 1.0]] + [[1.0, 0.0]] * 4, dtype=torch.float64)
+    output = RelationalOutput(torch.randn(5, 6, dtype=torch.float64), individual, errors)
+    loss = DRMLLoss(
+        [_FirstCoordinateMean(), _FirstCoordinateMean()], _FirstCoordinateMean(), num_features=2,
+        lambda_recon=0.0, lambda_emb=0.0, normalize_individual=False, branch_weighting=weighting,
+    )  # fmt: skip
+    loss(output, torch.arange(5)).backward()
+    weights = torch.stack([individual.grad[0, 0, 0], *individual.grad[1:, 1, 0]])
+    torch.testing.assert_close(weights, torch.tensor([lone] + [others] * 4, dtype=torch.float64))
+
+
 @pytest.mark.parametrize("base", sorted(BASES))
 @pytest.mark.parametrize("routed_to_branch_1", [0, 1])
 def test_empty_or_singleton_branch_contributes_nothing(base, routed_to_branch_1):
@@ -254,6 +279,8 @@ def test_bad_inputs_are_named():
         drml_from_recipe("proxy_anchor", embedding_dim=8)
     with pytest.raises(InputError, match="embedding_dim 10 is not num_features"):
         drml_from_recipe("proxy_anchor", num_classes=3, embedding_dim=10)
+    with pytest.raises(InputError, match="branch_weighting: expected 'mean' or 'share'; got 'sum'"):
+        drml_from_recipe("triplet", num_features=2, branch_weighting="sum")
 
 
 def test_registered_and_built_with_trainer_filled_parameters():
