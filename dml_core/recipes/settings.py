@@ -380,7 +380,11 @@ _HASHED_UNLESS_DEFAULT = {
     ("training", "deterministic"): True,
 }
 # Readings added after the runs they apply to were hashed, with the value that computes what those runs computed.
-_READINGS_HASHED_UNLESS_EARLIER = {"cgml.reduction": "mean", "drml.weight-decay": "coupled"}
+_READINGS_HASHED_UNLESS_EARLIER = {
+    "cgml.reduction": "mean",
+    "drml.weight-decay": "coupled",
+    "drml.branch-weighting": "mean",
+}
 
 
 def _sha256(tree: Any) -> str:

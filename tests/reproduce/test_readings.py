@@ -200,3 +200,18 @@ def test_drml_weight_decay_moves_an_idle_parameter_as_each_value_says_and_leaves
     assert default.readings["drml.weight-decay"] == "coupled" and default.variant == ""
     assert "drml.weight-decay" not in default.computation()["readings"]  # hashed as before the reading existed
     assert len(hashes) == 3
+
+
+@pytest.mark.parametrize("run", ["drml/drml-pa-cub200", "drml/ael-pa-cub200"])
+def test_drml_branch_weighting_reaches_the_loss_and_leaves_mean_hashed_as_before(run):
+    """The value reaches the DRML loss the run builds (what each value does to a sample's weight:
+    tests/losses/test_drml.py); the default computes what the runs did before the reading existed."""
+    default, share = _recipe(run), _recipe(run, **{"drml.branch-weighting": "share"})
+    built = {
+        value: builders.build_loss_for(recipe, num_classes=100, embedding_dim=512, group_sizes=(80,)).branch_weighting
+        for value, recipe in (("mean", default), ("share", share))
+    }
+    assert built == {"mean": "mean", "share": "share"}
+    assert default.readings["drml.branch-weighting"] == "mean" and default.variant == ""
+    assert "drml.branch-weighting" not in default.computation()["readings"]
+    assert share.content_hash() != default.content_hash()
