@@ -10,6 +10,9 @@ gives an ETA for the runs left, from the pace of those this invocation trained.
 ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
 (the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
 writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
+A study (``fair``: the papers' methods under one protocol, ``dml_core.recipes.study``) runs every run over its
+study's seeds at full scale, its mini data set's runs at the mini tier (seeds 0-2 unless given), and writes its own
+tables (``dml_core.tables.fair``) instead of a paper's.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
 same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
@@ -30,7 +33,9 @@ from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
+from dml_core.recipes.compose import RunDefinition
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
+from dml_core.recipes.study import is_study, load_study, study_mini_runs
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.eta import RunClock, side_by_side_eta
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
@@ -53,7 +58,7 @@ class ReproduceReport:
     trained: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    tables: PaperTables | MiniPage | None = None
+    tables: PaperTables | MiniPage | list[Path] | None = None  # a study's: the files its tables builder wrote
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,9 @@ class PaperRun(RunOptions):
         """
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         seeds = self.seeds
-        if self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
+        if is_study(self.key):
+            deep, seeds = self._study_runs(deep)
+        elif self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
             comparison = load_mini_comparison(self.recipes_dir, self.key)
             paper = load_paper(self.key, Path(self.recipes_dir))
             chosen = mini_runs(paper, comparison, mini_file(self.recipes_dir, self.key))
@@ -114,6 +121,18 @@ class PaperRun(RunOptions):
             prepare_caches(caches_to_prepare(to_train, self.data_root, self.device), log)
         return plans, linear_runs, tolerances
 
+    def _study_runs(self, deep: list[RunDefinition]) -> tuple[list[RunDefinition], Sequence[int] | None]:
+        """A study's runs and seeds: at full scale every run (within ``only``) over the study's seeds; at the mini
+        tier its mini data set's runs over seeds 0-2; at the smoke tier each run's own seed, as a paper's."""
+        study = load_study(self.recipes_dir, self.key)
+        if self.tier == Tier.MINI:
+            chosen = study_mini_runs(load_paper(self.key, Path(self.recipes_dir)), study)
+            deep = [run for run in chosen if not self.only or run.id in self.only]
+            return deep, self.seeds if self.seeds is not None else MINI_SEEDS
+        if self.tier == Tier.FULL and self.seeds is None:
+            return deep, study.seeds
+        return deep, self.seeds
+
     def train(self, plan: PlannedRun) -> Path:
         """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
         return train(
@@ -130,8 +149,17 @@ class PaperRun(RunOptions):
             rerun=self.rerun,
         )
 
-    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables | MiniPage:
-        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper there is."""
+    def build_tables(
+        self, tolerances: Tolerances, log: Callable[[str], None] = print
+    ) -> PaperTables | MiniPage | list[Path]:
+        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
+        if is_study(self.key):
+            from dml_core.tables.fair import write_fair_tables  # H37B-MERGE: to the top once merged
+
+            written = write_fair_tables(self.results_root, self.tables_root, self.tier)
+            for path in written:
+                log(f"tables: {path}")
+            return written
         if self.tier == Tier.MINI:
             page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
             log(f"tables: {page.markdown_path}")
