@@ -3,7 +3,8 @@
 - ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
   was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
   every evaluation, the selection rule next to the selected numbers, what every rule picks (``selections``:
-  the best-test-R@1 evaluation, the papers' practice, and the final one), the precision the model trained in
+  the best-test-R@1 evaluation, the papers' practice, the final one, and with a validation split the
+  best-validation-R@1 one, whose test metrics are reported), the precision the model trained in
   (``precision``), the evaluation protocol and timing;
   ``queries`` names the companion file of per-query retrieval terms of those picks (for a bootstrap over queries).
 - ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
@@ -77,18 +78,21 @@ class TargetRecord(StrictModel):
 class EvaluationRecord(StrictModel):
     iteration: int
     epoch: float
-    metrics: dict[str, float]
+    metrics: dict[str, float]  # on the test split
     seconds: float
+    # the same metrics on the validation split (``data.validation``); absent without one, and in older files
+    validation_metrics: dict[str, float] | None = None
 
 
-SELECTION_RULES = ("best_r1", "final")
-SelectionRule = Literal["best_r1", "final"]
+SELECTION_RULES = ("best_r1", "final", "best_val_r1")
+SelectionRule = Literal["best_r1", "final", "best_val_r1"]
 
 
 class SelectionRecord(StrictModel):
     rule: SelectionRule
     iteration: int
-    metrics: dict[str, float]
+    metrics: dict[str, float]  # the picked evaluation's test metrics, whatever the rule read
+    validation_metrics: dict[str, float] | None = None  # its validation metrics, where it has them
 
 
 class QueryTermsRecord(StrictModel):
@@ -330,21 +334,43 @@ def load_results(path: str | Path) -> AnyResults:
     return validate_results(payload, str(path))
 
 
+# The metrics each rule reads R@1 from: the test split's, or the validation split's (never the test's).
+_R1_SOURCE = {"best_r1": "metrics", "best_val_r1": "validation_metrics"}
+
+
 def select(evaluations: list[dict], rule: str) -> dict:
-    """The evaluation a selection rule picks: the last one, or the one with the best R@1 (earliest on ties)."""
+    """The evaluation a selection rule picks: the last one, or the one with the best test R@1 (best_r1) or the best
+    validation R@1 (best_val_r1), the earliest on ties. The record holds the pick's test metrics, and its validation
+    metrics where it has them.
+
+    >>> runs = [{"iteration": 1, "metrics": {"R@1": 50.0}, "validation_metrics": {"R@1": 40.0}},
+    ...         {"iteration": 2, "metrics": {"R@1": 60.0}, "validation_metrics": {"R@1": 30.0}}]
+    >>> select(runs, "best_r1")["iteration"], select(runs, "best_val_r1")["metrics"]
+    (2, {'R@1': 50.0})
+    """
     if rule == "final":
         chosen = evaluations[-1]
-    elif rule == "best_r1":
-        chosen = max(evaluations, key=lambda record: (record["metrics"]["R@1"], -record["iteration"]))
+    elif rule in _R1_SOURCE:
+        source = _R1_SOURCE[rule]
+        chosen = max(evaluations, key=lambda record: (record[source]["R@1"], -record["iteration"]))
     else:
         raise ValueError(f"unknown selection rule {rule!r}")
-    return {"rule": rule, "iteration": chosen["iteration"], "metrics": dict(chosen["metrics"])}
+    record = {"rule": rule, "iteration": chosen["iteration"], "metrics": dict(chosen["metrics"])}
+    if chosen.get("validation_metrics") is not None:
+        record["validation_metrics"] = dict(chosen["validation_metrics"])
+    return record
+
+
+def _applies(rule: str, evaluations: list[dict]) -> bool:
+    """Whether every evaluation has the R@1 ``rule`` reads (final reads none)."""
+    source = _R1_SOURCE.get(rule)
+    return source is None or all("R@1" in (evaluation.get(source) or {}) for evaluation in evaluations)
 
 
 def select_every_rule(evaluations: list[dict]) -> dict:
-    """``select`` under every rule that applies: "final" always, "best_r1" when every evaluation has R@1."""
-    rules = [rule for rule in SELECTION_RULES if rule != "best_r1" or all("R@1" in e["metrics"] for e in evaluations)]
-    return {rule: select(evaluations, rule) for rule in rules}
+    """``select`` under every rule that applies: "final" always, "best_r1" when every evaluation has R@1,
+    "best_val_r1" when every evaluation has a validation R@1."""
+    return {rule: select(evaluations, rule) for rule in SELECTION_RULES if _applies(rule, evaluations)}
 
 
 def deep_results_payload(

@@ -77,6 +77,46 @@ def test_a_file_holds_both_picks_beside_the_recipes_rule_and_older_files_load_wi
     assert load_results(write_results(tmp_path / "old.json", _payload())).selections is None
 
 
+def _with_validation(evaluations, validation_r1):
+    return [
+        {**evaluation, "validation_metrics": {"R@1": r1, "NMI": 30.0}}
+        for evaluation, r1 in zip(evaluations, validation_r1, strict=True)
+    ]
+
+
+def test_best_val_r1_picks_by_validation_r1_earliest_on_ties_and_reports_the_test_metrics():
+    evaluations = _with_validation(_payload()["evaluations"], [61.0, 48.0, 61.0])  # test R@1: 50, 55, 54
+    pick = select(evaluations, "best_val_r1")
+    assert pick == {
+        "rule": "best_val_r1",
+        "iteration": 10,
+        "metrics": {"R@1": 50.0, "NMI": 40.0},
+        "validation_metrics": {"R@1": 61.0, "NMI": 30.0},
+    }
+    assert select(evaluations, "best_r1")["iteration"] == 20  # the test classes would have picked another
+    assert select_every_rule(evaluations)["best_val_r1"] == pick
+    assert select_every_rule(evaluations)["final"]["validation_metrics"]["R@1"] == 61.0
+    assert "best_val_r1" not in select_every_rule(_payload()["evaluations"])  # no validation split: no such pick
+    partly = [evaluations[0], _payload()["evaluations"][1]]
+    assert set(select_every_rule(partly)) == {"best_r1", "final"}
+
+
+def test_a_file_selected_on_validation_records_both_metric_sets_and_loads(tmp_path):
+    evaluations = _with_validation(_payload()["evaluations"], [40.0, 42.0, 41.0])
+    payload = {
+        **_payload(),
+        "evaluations": evaluations,
+        "selection": select(evaluations, "best_val_r1"),
+        "selections": select_every_rule(evaluations),
+    }
+    loaded = load_results(write_results(tmp_path / "validated.json", payload))
+    assert loaded.selection.rule == "best_val_r1" and loaded.selection.iteration == 20
+    assert loaded.selection.validation_metrics == {"R@1": 42.0, "NMI": 30.0}
+    assert loaded.metric_samples("R@1") == [55.0]  # the test number of the evaluation validation picked
+    assert loaded.evaluations[2].validation_metrics["R@1"] == 41.0
+    assert load_results(write_results(tmp_path / "old.json", _payload())).evaluations[0].validation_metrics is None
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [

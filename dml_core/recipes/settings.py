@@ -59,8 +59,19 @@ class TransformSettings(StrictModel):
         return self
 
 
+class ValidationSplitSettings(StrictModel):
+    """A class-disjoint validation split carved from the training classes (``data.validation``): ``fraction`` of
+    them held out, chosen by ``seed`` alone, so every method and every run seed holds out the same classes
+    (``dml_core.data.validation_split``). Model selection can then read it instead of the test classes."""
+
+    fraction: float = Field(gt=0, lt=1)
+    seed: NonNegativeInt = 0
+
+
 class DataSettings(StrictModel):
     dataset: str
+    # None: no validation split (train on every training class, as the papers do)
+    validation: ValidationSplitSettings | None = None
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
     # DataLoader workers: "auto" fits them to the machine (``training.loaders.loader_workers``; the results file
@@ -208,8 +219,9 @@ class EvaluationSettings(StrictModel):
     kmeans_backend: Literal["faiss", "sklearn"] = "faiss"
     kmeans_iterations: PositiveInt = 20
     kmeans_seed: NonNegativeInt = 0
-    # the evaluation a run reports; the recipes set it through the shared reading ``selection`` (readings.yaml)
-    selection: Literal["best_r1", "final"] = "best_r1"
+    # the evaluation a run reports; the recipes set it through the shared reading ``selection`` (readings.yaml).
+    # best_val_r1: the best R@1 on the validation split (``data.validation``), never on the test classes
+    selection: Literal["best_r1", "final", "best_val_r1"] = "best_r1"
 
 
 class SmokeSettings(StrictModel):
@@ -290,6 +302,15 @@ class Recipe(StrictModel):
             return {str(number): text for number, text in enumerate(value, start=1)}
         return value
 
+    @model_validator(mode="after")
+    def _validation_selection_has_its_split(self) -> Recipe:
+        if self.evaluation.selection == "best_val_r1" and self.data.validation is None:
+            raise ValueError(
+                "evaluation.selection: 'best_val_r1' selects on the validation split; expected data.validation "
+                "(fraction, seed), found none"
+            )
+        return self
+
     @property
     def run_name(self) -> str:
         """The id, and the non-default readings after a ``~`` (how run folders and results files are named)."""
@@ -352,6 +373,7 @@ _NOT_COMPUTATION = ("id", "paper", "targets", "description", "assumptions", "var
 _NOT_COMPUTATION_FIELDS = {"data": ("root", "num_workers"), "training": ("checkpoint_every", "sync_every")}
 # Fields added after runs were hashed, with the default that means "as before": hashed only when set otherwise.
 _HASHED_UNLESS_DEFAULT = {
+    ("data", "validation"): None,
     ("model", "width"): 1.0,
     ("model", "measure_bn_batches"): 0,
     ("training", "evaluate_at_start"): False,

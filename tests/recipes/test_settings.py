@@ -55,6 +55,11 @@ def test_loads_and_fills_defaults(tmp_path):
         ({"optimizer": {"name": "sgd", "lr": 0.1, "momentum": -0.9}}, "field optimizer.momentum"),
         ({"model": {"backbone": "googlenet", "embedding_dim": 0}}, "field model.embedding_dim"),
         ({"evaluation": {"kmeans_iterations": -5}}, "field evaluation.kmeans_iterations"),
+        ({"data": {"dataset": "cub200", "validation": {"fraction": 1.0}}}, "field data.validation.fraction"),
+        ({"data": {"dataset": "cub200", "validation": {"fraction": 0}}}, "field data.validation.fraction"),
+        ({"data": {"dataset": "cub200", "validation": {"seed": 1}}}, "field data.validation.fraction: Field required"),
+        ({"evaluation": {"selection": "best_val_r1"}}, "'best_val_r1' selects on the validation split; expected data"),
+        ({"evaluation": {"selection": "best_loss"}}, "field evaluation.selection"),
     ],
 )
 def test_malformed_recipes_name_file_and_field(tmp_path, change, message):
@@ -86,6 +91,16 @@ def test_set_overrides_parse_values_as_yaml(tmp_path):
         load_recipe(_write(tmp_path, BASE), ["training.sed=1"])
 
 
+def test_selection_on_the_validation_split_is_hashed_by_its_split_and_survives_smoke_and_mini(tmp_path):
+    chosen = ["data.validation={fraction: 0.2, seed: 0}", "evaluation.selection=best_val_r1"]
+    recipe = load_recipe(_write(tmp_path, BASE), chosen)
+    assert (recipe.data.validation.fraction, recipe.data.validation.seed) == (0.2, 0)
+    other_classes = load_recipe(_write(tmp_path, BASE), [*chosen, "data.validation.seed=1"])
+    assert other_classes.content_hash() != recipe.content_hash()
+    for shrunk in (smoke_version(recipe), mini_version(recipe)):
+        assert shrunk.data.validation == recipe.data.validation and shrunk.evaluation.selection == "best_val_r1"
+
+
 def test_content_hash_follows_the_computation_not_formatting_prose_or_targets(tmp_path):
     first = load_recipe(_write(tmp_path, BASE))
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(BASE, default_flow_style=True))
@@ -115,6 +130,8 @@ def test_fields_added_later_leave_the_hash_of_runs_that_do_not_use_them_as_it_wa
     assert recipe.content_hash() == BASE_HASH
     for change in ("model.width=0.5", "model.measure_bn_batches=2", "training.evaluate_at_start=true"):
         assert load_recipe(_write(tmp_path, BASE), [change]).content_hash() != recipe.content_hash(), change
+    validation = ["data.validation={fraction: 0.2, seed: 0}"]
+    assert load_recipe(_write(tmp_path, BASE), validation).content_hash() != recipe.content_hash()
     reworded = {**BASE, "mini": {"iterations": 7, "trunk_lr_scale": 3.0}}
     assert load_recipe(_write(tmp_path, reworded)).content_hash() == recipe.content_hash()
     assert load_recipe(_write(tmp_path, reworded)).mini_hash() != recipe.mini_hash()
