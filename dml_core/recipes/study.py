@@ -12,6 +12,7 @@ the embedded_mini glyphs:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field, NonNegativeInt, field_validator
@@ -20,6 +21,7 @@ from dml_core.errors import InputError
 from dml_core.recipes.catalog import PaperRecipes
 from dml_core.recipes.compose import RunDefinition
 from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.tier import Tier
 from dml_core.vocabulary import STUDY_KEYS, ImageDataset
 
 STUDY_FILE = "study.yaml"  # (catalog.NOT_RECIPE_FILES keeps it out of the recipe files)
@@ -61,6 +63,30 @@ def study_mini_runs(recipes: PaperRecipes, study: Study) -> list[RunDefinition]:
     """The study's runs on ``study.mini_dataset`` (their default readings' data set), in id order."""
     runs = [run for run in recipes.runs if run.recipe().data.dataset == study.mini_dataset]
     if not runs:
-        raise InputError(f"{recipes.key}/{STUDY_FILE}: field mini_dataset: no run of {recipes.key} trains on it, found "
-                         f"{study.mini_dataset!r}")
+        raise InputError(
+            f"{recipes.key}/{STUDY_FILE}: field mini_dataset: expected the data set of some run of {recipes.key}, "
+            f"found {study.mini_dataset!r}"
+        )
     return runs
+
+
+def study_plan(
+    recipes: PaperRecipes,
+    study: Study,
+    tier: Tier,
+    runs: Sequence[RunDefinition],
+    seeds: Sequence[int] | None,
+    mini_seeds: Sequence[int],
+) -> tuple[list[RunDefinition], Sequence[int] | None]:
+    """Which of ``runs`` (the study's runs, already restricted by ``--only``) train, over which seeds (``seeds``:
+    given on the command line, or None). Full tier: all of them over the study's seeds; mini tier: those on its
+    mini data set over ``mini_seeds``; smoke tier: as a paper's (each run's own seed). Given seeds always win.
+
+    A study's seeds at full scale are its protocol (several seeds, each method the same ones); a paper's recipes
+    run their own seed unless asked."""
+    if tier == Tier.MINI:
+        chosen = {run.id for run in study_mini_runs(recipes, study)}
+        return [run for run in runs if run.id in chosen], mini_seeds if seeds is None else seeds
+    if tier == Tier.FULL and seeds is None:
+        return list(runs), study.seeds
+    return list(runs), seeds

@@ -33,9 +33,8 @@ from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
-from dml_core.recipes.compose import RunDefinition
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
-from dml_core.recipes.study import is_study, load_study, study_mini_runs
+from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.eta import RunClock, side_by_side_eta
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
@@ -90,8 +89,9 @@ class PaperRun(RunOptions):
         """
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         seeds = self.seeds
-        if is_study(self.key):
-            deep, seeds = self._study_runs(deep)
+        if is_study(self.key):  # its seeds at full scale, its mini data set's runs at the mini tier
+            study, recipes = load_study(self.recipes_dir, self.key), load_paper(self.key, Path(self.recipes_dir))
+            deep, seeds = study_plan(recipes, study, self.tier, deep, self.seeds, MINI_SEEDS)
         elif self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
             comparison = load_mini_comparison(self.recipes_dir, self.key)
             paper = load_paper(self.key, Path(self.recipes_dir))
@@ -120,18 +120,6 @@ class PaperRun(RunOptions):
             to_train = [plan for plan in plans if self.rerun or not is_finished(plan)]  # no cache for finished runs
             prepare_caches(caches_to_prepare(to_train, self.data_root, self.device), log)
         return plans, linear_runs, tolerances
-
-    def _study_runs(self, deep: list[RunDefinition]) -> tuple[list[RunDefinition], Sequence[int] | None]:
-        """A study's runs and seeds: at full scale every run (within ``only``) over the study's seeds; at the mini
-        tier its mini data set's runs over seeds 0-2; at the smoke tier each run's own seed, as a paper's."""
-        study = load_study(self.recipes_dir, self.key)
-        if self.tier == Tier.MINI:
-            chosen = study_mini_runs(load_paper(self.key, Path(self.recipes_dir)), study)
-            deep = [run for run in chosen if not self.only or run.id in self.only]
-            return deep, self.seeds if self.seeds is not None else MINI_SEEDS
-        if self.tier == Tier.FULL and self.seeds is None:
-            return deep, study.seeds
-        return deep, self.seeds
 
     def train(self, plan: PlannedRun) -> Path:
         """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
