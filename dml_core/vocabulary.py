@@ -48,3 +48,13 @@ def suite_backbone(published: str) -> str:
     if published not in PUBLISHED_BACKBONES:
         raise ValueError(f"expected a published backbone ({', '.join(PUBLISHED_BACKBONES)}), found {published!r}")
     return published.replace("-", "_")
+
+
+# The fair comparison (issue 37): one protocol for the five papers' methods and the classic baselines. Its recipes
+# are ``reproduce/fair/<method>-<dataset>.yaml`` runs; ``fair`` is a study key, not a paper (no published tables).
+FAIR_KEY = "fair"
+FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
+FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)
+FAIR_METHODS: tuple[str, ...] = PAPER_KEYS + FAIR_BASELINES
+FairDataset = Literal["cub200", "cars196", "sop"]
+FAIR_DATASETS: tuple[str, ...] = get_args(FairDataset)

@@ -1,5 +1,6 @@
 """``dml tables``: build ``tables/<key>.md`` (and its long form ``<key>.csv``) from the results files, and the
-index ``tables/README.md``; ``--check`` is the nightly gate, read from the long forms."""
+index ``tables/README.md``; ``--check`` is the nightly gate, read from the long forms. ``dml tables fair [--mini]``
+builds the fair comparison's table instead (``dml_core.tables.fair``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from dml_core.commands.options import chosen_tier
+from dml_core.commands.options import add_tier_flags, chosen_tier
+from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.vocabulary import PAPER_KEYS
+from dml_core.tier import Tier
+from dml_core.vocabulary import FAIR_KEY, PAPER_KEYS
 from dml_core.writable import require_writable_folder
 
 
@@ -26,10 +29,21 @@ def add_parser(subparsers) -> None:
         "as refused. With --check, exit 1 when a file is refused or a number is below published minus its gate "
         "(the tolerance, or the measured spread where larger), read from the CSV files; cells under a reviewed "
         "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `dml nightly` also compares "
-        "with the previous nightly.",
+        "with the previous nightly. `dml tables fair [--mini]` builds the fair comparison's table instead: "
+        "TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
+    )
+    parser.add_argument(
+        "study",
+        nargs="?",
+        choices=[FAIR_KEY],
+        help="fair: the five methods and the classic baselines under one protocol (instead of the papers' tables)",
     )
     parser.add_argument("--paper", nargs="+", choices=PAPER_KEYS, default=list(PAPER_KEYS), help="default: all")
-    parser.add_argument("--smoke", action="store_true", help="the smoke results (RESULTS/smoke/) and tables")
+    add_tier_flags(
+        parser,
+        smoke_help="the smoke results (RESULTS/smoke/) and tables",
+        mini_help="with fair: the mini tier's results (RESULTS/mini/fair/) and table (TABLES/mini/fair.md)",
+    )
     parser.add_argument("--results", type=Path, help="results root (default: $DML_RESULTS_DIR or ./results)")
     parser.add_argument("--tables", type=Path, help="tables root (default: $DML_TABLES_DIR or ./tables)")
     parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
@@ -59,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
 
     tables = args.tables or tables_root()
     require_writable_folder(tables, "--tables")
+    if args.study == FAIR_KEY:
+        return run_fair(args, tables)
+    if chosen_tier(args) == Tier.MINI:
+        raise InputError("--mini: only with fair (`dml reproduce KEY --mini` builds a paper's mini page)")
     tolerances = load_tolerances(args.tolerances)
     built = [
         build_paper_tables(
@@ -89,3 +107,13 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         print(f"check: {len(refused)} results file(s) refused by the results gate (on stderr): fails")
     return 1 if gate.failures or refused else 0
+
+
+def run_fair(args: argparse.Namespace, tables: Path) -> int:
+    from dml_core.tables.fair import write_fair_tables
+
+    if args.check:
+        raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")
+    for path in write_fair_tables(args.results or results_root(), tables, chosen_tier(args), args.papers_dir):
+        print(path)
+    return 0

@@ -45,14 +45,14 @@ MAX_LEGEND = 12
 SMOKE_NOTE = " (SMOKE: not comparable)"
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
+def save_png(figure: plt.Figure, path: Path) -> Path:
     # Fixed metadata: the same numbers give the same bytes (no timestamp), and the write is atomic.
     atomic_write(path, lambda handle: figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None}))
     plt.close(figure)
     return path
 
 
-def _grid(panels: int, max_columns: int = 3) -> tuple[plt.Figure, list[plt.Axes]]:
+def panel_grid(panels: int, max_columns: int = 3) -> tuple[plt.Figure, list[plt.Axes]]:
     columns = min(max_columns, panels)
     rows = math.ceil(panels / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(WIDTH_INCHES, 3.0 * rows + 0.6), squeeze=False)
@@ -76,7 +76,7 @@ def table_figure(table: PublishedTable, lines: pd.DataFrame, path: Path, tier: T
         note = SMOKE_NOTE if tier == Tier.SMOKE else ""
         figure.suptitle(f"{table.id}: published vs reproduced{note}", fontsize=10, x=0.02, ha="left")
         figure.tight_layout(rect=(0, 0, 1, 0.95))
-        return _save(figure, path)
+        return save_png(figure, path)
 
 
 def _sweep_figure(table: PublishedTable, points: list[SweepPoint], lines: pd.DataFrame) -> plt.Figure:
@@ -90,7 +90,7 @@ def _sweep_figure(table: PublishedTable, points: list[SweepPoint], lines: pd.Dat
     for point in points:
         panels[point.panel].append(point)
     colours = {line: OKABE_ITO[i % len(OKABE_ITO)] for i, line in enumerate(dict.fromkeys(p.line for p in points))}
-    figure, axes = _grid(len(panels), max_columns=2 if len(panels) >= 4 else 3)
+    figure, axes = panel_grid(len(panels), max_columns=2 if len(panels) >= 4 else 3)
     for ax, (panel, members) in zip(axes, panels.items(), strict=True):
         labels = [label for _, label in sorted({(p.order, p.label) for p in members})]
         position = {label: index for index, label in enumerate(labels)}
@@ -122,7 +122,7 @@ def _bars_figure(table: PublishedTable, lines: pd.DataFrame) -> plt.Figure:
     several = len({row.dataset for row in table.rows}) > 1
     runs = list(dict.fromkeys(zip(measured["row"], measured["variant"], strict=True)))
     if len(runs) == 1:
-        figure, [ax] = _grid(1)
+        figure, [ax] = panel_grid(1)
         _bar_pairs(ax, measured, list(measured["metric"]), vertical=True)
         ax.set_ylabel("%")
         ax.set_title(" · ".join(filter(None, [row_label(rows[runs[0][0]], several), variant_label(runs[0][1])])))
@@ -178,7 +178,7 @@ def curves_figure(
     if not curves:
         return None
     with plt.rc_context(STYLE):
-        figure, [ax] = _grid(1)
+        figure, [ax] = panel_grid(1)
         for colour, ((recipe, variant), group) in zip(OKABE_ITO * 16, curves.items(), strict=False):
             for index, results in enumerate(group):
                 points = [(e.iteration, e.metrics["R@1"]) for e in results.evaluations if "R@1" in e.metrics]
@@ -195,4 +195,4 @@ def curves_figure(
         if len(curves) <= MAX_LEGEND:
             ax.legend(loc="lower right")
         figure.tight_layout()
-        return _save(figure, path)
+        return save_png(figure, path)

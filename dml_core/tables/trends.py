@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dml_core.tables.figures import OKABE_ITO, STYLE, WIDTH_INCHES, _save, plt
+from dml_core.tables.figures import OKABE_ITO, STYLE, WIDTH_INCHES, plt, save_png
 from dml_core.tables.history import nightly_folder
 
 HEADLINE_METRICS = ("R@1", "accuracy")
@@ -58,5 +58,5 @@ def draw_trends(history: pd.DataFrame, tier: str, tables_root: Path) -> list[Pat
             if len(series) <= MAX_LINES or failed:
                 axes.legend(loc="best")
             figure.tight_layout()
-            written.append(_save(figure, trend_path(tables_root, tier, str(key))))
+            written.append(save_png(figure, trend_path(tables_root, tier, str(key))))
     return written

@@ -66,3 +66,18 @@ def test_a_bad_tolerances_file_is_a_one_line_error(tmp_path, capsys):
         f"{bad}: invalid tolerances file: field default: Input should be greater than or equal to 0"
         in capsys.readouterr().err
     )
+
+
+def test_tables_fair_mini_writes_the_fair_page_and_mini_alone_is_refused(tmp_path, capsys):
+    from dml_core.tier import Tier
+    from tests.tables.fair_synthetic import fair_payload, write_fair_result
+
+    for seed, r1 in enumerate([40.0, 42.0]):
+        write_fair_result(tmp_path / "results", fair_payload("npair", "cub200", seed, r1, tier=Tier.MINI))
+    folders = ["--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables")]
+    assert main(["tables", "fair", "--mini", *folders]) == 0
+    mini = tmp_path / "tables" / "mini"
+    assert capsys.readouterr().out.split() == [str(mini / name) for name in ("fair.md", "fair.csv", "fair.png")]
+    assert "| npair | baseline | 0, 1 | 41.0 ± 1.4 |" in (mini / "fair.md").read_text()
+    assert main(["tables", "--mini", *folders]) == 2
+    assert "--mini: only with fair" in capsys.readouterr().err

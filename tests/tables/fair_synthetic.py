@@ -1,0 +1,75 @@
+"""Synthetic results files of the fair study for the fair table's tests: made-up numbers, valid per
+``dml_core.results``'s schema, selected on a validation split. Nothing here is a published or reproduced result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dml_core.output_paths import results_file
+from dml_core.results import select, select_every_rule, write_results
+from dml_core.tier import Tier
+from dml_core.vocabulary import FAIR_KEY
+from tests.tables.synthetic import results_payload
+
+# A planted test-only signal: the first evaluation has the best TEST numbers of the run and the worst validation
+# R@1, so a table that selected on the test classes would show it.
+PLANTED = 99.0
+
+RECIPE_CONTENT = {
+    "variant": "",
+    "readings": {},
+    "data": {
+        "dataset": "cub200",
+        "validation": {"fraction": 0.2, "seed": 0},
+        "transforms": {"resize_mode": "squash", "resize": 256, "train_crop": "random_crop", "crop_size": 227,
+                       "hflip": True},
+    },
+    "model": {"backbone": "bn_inception", "embedding_dim": 512, "frozen_bn": True},
+    "sampler": {"name": "pk", "params": {"classes_per_batch": 30, "images_per_class": 4}},
+    "optimizer": {"name": "adam", "lr": 1e-5, "weight_decay": 1e-4},
+    "schedule": {"name": "constant"},
+}  # fmt: skip
+
+
+def fair_payload(
+    method: str,
+    dataset: str,
+    seed: int,
+    r1: float,
+    *,
+    rule: str = "best_val_r1",
+    tier: Tier = Tier.FULL,
+    sampler: dict | None = None,
+) -> dict:
+    """One run whose validation-selected evaluation has test R@1 ``r1`` (MAP@R ``r1 - 20``, NMI ``r1 + 5``)."""
+    payload = results_payload(f"{method}-{dataset}", seed=seed, paper=FAIR_KEY)
+    evaluations = [
+        {"iteration": 100, "epoch": 1.0, "seconds": 1.0, "metrics": {"R@1": PLANTED, "MAP@R": PLANTED, "NMI": PLANTED},
+         "validation_metrics": {"R@1": 10.0, "MAP@R": 5.0, "NMI": 30.0}},
+        {"iteration": 200, "epoch": 2.0, "seconds": 1.0, "metrics": {"R@1": r1, "MAP@R": r1 - 20, "NMI": r1 + 5},
+         "validation_metrics": {"R@1": r1 - 1, "MAP@R": r1 - 21, "NMI": r1 + 4}},
+    ]  # fmt: skip
+    content = {**RECIPE_CONTENT, "sampler": sampler or RECIPE_CONTENT["sampler"]}
+    payload["recipe"]["content"] = content
+    payload["evaluations"] = evaluations
+    payload["selection"] = select(evaluations, rule)
+    payload["selections"] = select_every_rule(evaluations)
+    payload["evaluation_protocol"]["selection_rule"] = rule
+    payload["backbone"] = "bn_inception"
+    payload["timing"]["iterations"] = 200
+    del payload["smoke"]
+    payload["tier"] = tier.value
+    return payload
+
+
+def write_fair_result(results_root: Path, payload: dict) -> Path:
+    """Where the trainer writes it: ``<results_root>/[mini/]fair/<method>-<dataset>-seed<N>.json``."""
+    path = results_file(results_root, FAIR_KEY, payload["recipe"]["id"], payload["seed"], Tier(payload["tier"]))
+    return write_results(path, payload)
+
+
+def write_runs(results_root: Path, runs: dict[str, list[float]], dataset: str = "cub200", **options) -> None:
+    """``{method: [R@1 of seed 0, seed 1, ...]}`` as results files."""
+    for method, values in runs.items():
+        for seed, r1 in enumerate(values):
+            write_fair_result(results_root, fair_payload(method, dataset, seed, r1, **options))
