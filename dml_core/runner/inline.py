@@ -43,6 +43,7 @@ from dml_core.runner.preflight import missing_inputs, recipe_problems, results_o
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
+from dml_core.tables.fair import write_fair_tables
 from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.tables.timing import readable_duration
 from dml_core.tier import Tier
@@ -142,9 +143,7 @@ class PaperRun(RunOptions):
     ) -> PaperTables | MiniPage | list[Path]:
         """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
         if is_study(self.key):
-            from dml_core.tables.fair import write_fair_tables  # H37B-MERGE: to the top once merged
-
-            written = write_fair_tables(self.results_root, self.tables_root, self.tier)
+            written = write_fair_tables(self.results_root, self.tables_root, self.tier, self.papers_dir)
             for path in written:
                 log(f"tables: {path}")
             return written
