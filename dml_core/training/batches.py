@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
+from dml_core.data.validation_split import training_positions
 from dml_core.recipes.settings import Recipe
 from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
@@ -89,8 +91,17 @@ def build_batch_source(
     config = recipe.data.transforms
     if cache is None:  # set so by the recipe, and missing: refused, saying what to run
         cache = load_cache(recipe.data.dataset, root, "train", config.resize_mode, config.resize)
+    if recipe.data.validation is not None:  # the sampler's positions count the classes not held out only
+        cache = _cache_rows(cache, training_positions(cache.labels, recipe.data.validation))
     augmentation = BatchAugmentation(cache.to(device), model.input_spec, config)
     return CachedBatches(augmentation, sampler, recipe.training.seed, device, slots, choice)
+
+
+def _cache_rows(cache: ImageCache, positions: np.ndarray) -> ImageCache:
+    """The cache's images at ``positions``, in that order (the pixels stay; their offsets are picked)."""
+    rows = torch.as_tensor(positions)
+    geometry = (cache.offsets[rows], cache.heights[rows], cache.widths[rows])
+    return ImageCache(cache.pixels, *geometry, cache.labels[positions])
 
 
 def pipeline_for_run(

@@ -13,6 +13,7 @@ from dml_core.data import SAMPLERS, ImageDataset, build_transform, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
+from dml_core.data.validation_split import split_off_validation
 from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.losses import build_loss, with_run_values
@@ -106,15 +107,26 @@ def build_sampler(recipe: Recipe, labels: np.ndarray):
         raise InputError(f"sampler {name!r}: bad parameters {recipe.sampler.params}: {error}") from None
 
 
-def build_datasets(recipe: Recipe, model: EmbeddingModel, root: Path) -> tuple[ImageDataset, np.ndarray, TestSet]:
-    """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, and the test set."""
+def build_datasets(
+    recipe: Recipe, model: EmbeddingModel, root: Path
+) -> tuple[ImageDataset, np.ndarray, TestSet, TestSet | None]:
+    """Train dataset (items carry the dataset's own labels) with dense 0..C-1 labels, the test set, and the
+    validation set (``data.validation``: the held-out training classes, transformed as the test set; None
+    without one). With a validation split the train dataset holds only the classes not held out."""
     config = recipe.data.transforms
     ensure_generated(recipe.data.dataset, root)
-    train_split = load_split(recipe.data.dataset, root, "train")
+    train_split, validation_split = split_off_validation(
+        load_split(recipe.data.dataset, root, "train"), recipe.data.validation
+    )
     train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
     test_split, query_mask, gallery_mask = load_test_split(recipe.data.dataset, root)
-    test = ImageDataset(test_split, build_transform(model.input_spec, config, train=False))
-    return train, train_split.dense_labels(), TestSet(test, test_split.labels, query_mask, gallery_mask)
+    evaluation_transform = build_transform(model.input_spec, config, train=False)
+    test = TestSet(ImageDataset(test_split, evaluation_transform), test_split.labels, query_mask, gallery_mask)
+    validation = None
+    if validation_split is not None:
+        images = ImageDataset(validation_split, evaluation_transform)
+        validation = TestSet(images, validation_split.labels, None, None)  # every image a query, as CUB's test
+    return train, train_split.dense_labels(), test, validation
 
 
 def recall_ks(recipe: Recipe) -> list[int]:

@@ -151,12 +151,18 @@ def evaluate_checkpoint(path: Path, data_root: Path | None = None, device: str |
     model = builders.build_model(recipe)
     model.load_state_dict(state["model"])
     model.to(device)
-    _, _, test_set = builders.build_datasets(recipe, model, resolve_data_root(data_root, recipe.data.root))
+    _, _, test_set, validation_set = builders.build_datasets(
+        recipe, model, resolve_data_root(data_root, recipe.data.root)
+    )
     result = evaluate_model(model, test_set, recipe, device)
+    validation = {}
+    if validation_set is not None:  # the held-out training classes' numbers too, as the run recorded them
+        validation = {"validation_metrics": evaluate_model(model, validation_set, recipe, device).metrics}
     return {
         "checkpoint": str(path),
         "recipe_id": state["recipe_id"],
         "recipe_sha256": state["recipe_sha256"],
         "iteration": state["iteration"],
         **result.to_dict(),
+        **validation,
     }

@@ -29,6 +29,7 @@ class RunParts:
     train_set: ImageDataset
     dense_labels: np.ndarray
     test_set: builders.TestSet
+    validation_set: builders.TestSet | None  # the held-out training classes (``data.validation``); None: none
     batches: object  # LoaderBatches or CachedBatches
     sharding: Sharding  # this process's share of every batch (all of it with one process)
     batchnorm_statistics: str  # how BN batch statistics are computed (recorded in the results file)
@@ -42,7 +43,7 @@ def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process
     """Model (seeded by the caller), data, sampler, loss on ``device``, optimiser, schedule and batch source
     (of ``process``'s share of every batch when training on several processes)."""
     model = builders.build_model(recipe, root)
-    train_set, dense_labels, test_set = builders.build_datasets(recipe, model, root)
+    train_set, dense_labels, test_set, validation_set = builders.build_datasets(recipe, model, root)
     sampler = builders.build_sampler(recipe, dense_labels)
     loss = builders.build_loss_for(
         recipe,
@@ -61,6 +62,6 @@ def build_run(recipe: Recipe, root: Path, device: torch.device, process: Process
     scheduler = build_scheduler(recipe.schedule, optimizer, len(sampler))
     batches = build_batch_source(recipe, model, train_set, sampler, root, device, sharding.slots)
     return RunParts(
-        model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, batches, sharding,
-        batchnorm_statistics,
+        model, loss, optimizer, scheduler, sampler, train_set, dense_labels, test_set, validation_set, batches,
+        sharding, batchnorm_statistics,
     )  # fmt: skip

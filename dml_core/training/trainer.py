@@ -22,11 +22,13 @@ import itertools
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from dml_core import provenance
 from dml_core.data.index import dataset_index_hashes
+from dml_core.data.validation_split import validation_record
 from dml_core.errors import InputError
 from dml_core.finished_runs import check_finished_run, is_finished_run
 from dml_core.models import BackboneWarmup
@@ -135,8 +137,9 @@ def _train(
     out_dir = Path(out_dir)
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
     checkpoint_path = out_dir / CHECKPOINT_NAME
-    if recipe.evaluation.selection == "best_r1" and "recall" not in recipe.evaluation.metrics:
-        raise InputError(f"recipe {recipe.id}: evaluation.selection 'best_r1' needs 'recall' in evaluation.metrics")
+    selection = recipe.evaluation.selection
+    if selection in ("best_r1", "best_val_r1") and "recall" not in recipe.evaluation.metrics:
+        raise InputError(f"recipe {recipe.id}: evaluation.selection {selection!r} needs 'recall' in evaluation.metrics")
     # every tier alike, before the checkpoint: a finished smoke or mini run keeps none
     if not rerun and check_finished_run(results_path, recipe):
         return results_path
@@ -223,11 +226,16 @@ class TrainingRun:
         self.query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
         self.git_segments = []  # the git state of each start
         self.test_embedder = TestSetEmbedder(parts.test_set, recipe, device, process)  # kept between evaluations
+        self.validation_embedder = (
+            TestSetEmbedder(parts.validation_set, recipe, device, process) if parts.validation_set is not None else None
+        )
 
     def close(self) -> None:
-        """Let the loader workers of the training batches and of the test set go."""
+        """Let the loader workers of the training batches and of the test and validation sets go."""
         self.parts.batches.close()
         self.test_embedder.close()
+        if self.validation_embedder is not None:
+            self.validation_embedder.close()
 
     def accepts(self, state: dict, rerun: bool) -> bool:
         """Whether ``state`` (a checkpoint) is this run's to continue: refused when another recipe wrote it; not
@@ -300,27 +308,27 @@ class TrainingRun:
         self.check_finite()
         started = self.clock.now()
         self.process.sync_buffers(self.parts.model)  # every rank embeds with rank 0's BN statistics
+        result = self._evaluate_on(self.parts.test_set, self.test_embedder)
+        record = {"iteration": self.iteration, "epoch": self.iteration / self.per_epoch, "metrics": result.metrics}
+        self.protocol = result.protocol
+        validation_set = self.parts.validation_set
+        if validation_set is not None:  # the same metrics on the held-out training classes
+            record["validation_metrics"] = self._evaluate_on(validation_set, self.validation_embedder).metrics
+            split = validation_record(self.recipe.data.validation, np.unique(validation_set.labels))
+            self.protocol = {**result.protocol, "validation_split": split}
+        seconds = self.clock.now() - started
+        self.timing["evaluation_seconds"] += seconds
+        self.evaluations.append({**record, "seconds": seconds})
+        self.query_terms.add(self.iteration, result.per_query, self.evaluations)  # the test queries' terms
+
+    def _evaluate_on(self, evaluation_set, embedder: TestSetEmbedder):
         try:
-            result = evaluate_model(
-                self.parts.model, self.parts.test_set, self.recipe, self.device, self.process, self.test_embedder
-            )
+            return evaluate_model(self.parts.model, evaluation_set, self.recipe, self.device, self.process, embedder)
         except NonFiniteEmbeddingsError as error:
             raise NonFiniteError(
                 f"recipe {self.recipe.id}: evaluation after iteration {self.iteration}: {error}; "
                 f"{checkpoint_left(self.checkpoint_path)}"
             ) from None
-        seconds = self.clock.now() - started
-        self.timing["evaluation_seconds"] += seconds
-        self.protocol = result.protocol
-        self.evaluations.append(
-            {
-                "iteration": self.iteration,
-                "epoch": self.iteration / self.per_epoch,
-                "metrics": result.metrics,
-                "seconds": seconds,
-            }
-        )
-        self.query_terms.add(self.iteration, result.per_query, self.evaluations)
 
     def train(self, progress: bool) -> None:
         """From the current iteration to the end: epochs of batches, evaluations and checkpoints on schedule."""

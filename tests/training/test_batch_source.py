@@ -50,7 +50,7 @@ def test_the_batch_source_is_the_chosen_pipeline_and_says_which(tmp_path, odd_si
     def source(**data):
         recipe = _cub_recipe(tmp_path, odd_sized_cub, **data)
         model = builders.build_model(recipe)
-        train_set, labels, _ = builders.build_datasets(recipe, model, odd_sized_cub)
+        train_set, labels, _, _ = builders.build_datasets(recipe, model, odd_sized_cub)
         return build_batch_source(recipe, model, train_set, builders.build_sampler(recipe, labels), odd_sized_cub, cpu)
 
     auto = source()
