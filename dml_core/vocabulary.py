@@ -51,7 +51,8 @@ def suite_backbone(published: str) -> str:
 
 
 # The fair comparison (issue 37): one protocol for the five papers' methods and the classic baselines. Its runs are
-# ``<method>-<dataset>`` of ``reproduce/fair/``; ``fair`` is a study key (STUDY_KEYS), not a paper (no published tables).
+# ``<method>-<dataset>`` of ``reproduce/fair/``; ``fair`` is a study key (STUDY_KEYS), not a paper (no published
+# tables).
 FAIR_KEY = "fair"
 FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
 FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)
