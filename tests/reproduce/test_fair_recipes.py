@@ -154,3 +154,8 @@ def test_the_plan_runs_the_study_seeds_at_full_scale_and_one_data_set_at_the_min
     for method in PAPER_METHODS + BASELINES:
         mini = {mini_version(FAIR.run(f"{method}-{dataset}").recipe()).content_hash() for dataset in DATASETS}
         assert len(mini) == 1, method
+
+
+def test_the_mini_tier_keeps_equal_images_per_step():
+    images = {run.id: _images_per_step(mini_version(run.recipe())) for run in RUNS}
+    assert set(images.values()) == {60}, images
