@@ -104,36 +104,46 @@ def gpu_check(session: nox.Session) -> None:
 # Thin wrappers: the logic is in dml_core.runner and dml_core.tables (`dml reproduce`, `dml tables`).
 
 
-def _paper_keys() -> tuple[str, ...]:
-    """The paper keys of dml_core/vocabulary.py, read by path: nox runs before the environment (and so before
-    dml_core's dependencies) exists, and that module needs only the standard library."""
+def _vocabulary():
+    """dml_core/vocabulary.py, read by path: nox runs before the environment (and so before dml_core's
+    dependencies) exists, and that module needs only the standard library."""
     spec = importlib.util.spec_from_file_location("dml_vocabulary", ROOT / "dml_core" / "vocabulary.py")
     vocabulary = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(vocabulary)
-    return vocabulary.PAPER_KEYS
+    return vocabulary
 
 
-PAPERS = _paper_keys()
+_VOCABULARY = _vocabulary()
+PAPERS = _VOCABULARY.PAPER_KEYS
+STUDIES = _VOCABULARY.STUDY_KEYS  # recipe folders that are not a paper's: reproduce/fair/
 
 
 def _dml(session: nox.Session, *args: str, **kwargs) -> None:
     session.run(shared_python(session), "-m", "dml_core.cli", *args, **kwargs)
 
 
-def _reproduce_session(key: str) -> None:
+def _reproduce_session(key: str, doc: str) -> None:
     def reproduce(session: nox.Session) -> None:
         _dml(session, "reproduce", key, *session.posargs)
 
-    reproduce.__doc__ = (
-        f"Reproduce {key}: check data and weights, run every reproduce/{key}/*.yaml (finished runs skipped), "
-        f"write results/{key}/, build tables/{key}.md. '-- --smoke': CPU smoke versions (results/smoke/); "
-        f"'-- --launcher slurm --partition P': each run as a Slurm job (submitit)."
-    )
+    reproduce.__doc__ = doc
     nox.session(name=f"reproduce-{key}")(reproduce)
 
 
 for _key in PAPERS:
-    _reproduce_session(_key)
+    _reproduce_session(
+        _key,
+        f"Reproduce {_key}: check data and weights, run every reproduce/{_key}/*.yaml (finished runs skipped), "
+        f"write results/{_key}/, build tables/{_key}.md. '-- --smoke': CPU smoke versions (results/smoke/); "
+        f"'-- --launcher slurm --partition P': each run as a Slurm job (submitit).",
+    )
+for _key in STUDIES:
+    _reproduce_session(
+        _key,
+        f"The {_key} study (papers/{_key}/method.md): every run of reproduce/{_key}/ over the seeds of its "
+        f"study.yaml (finished runs skipped), results/{_key}/, tables/{_key}.md (+ CSV, figure). '-- --mini': its "
+        f"runs of one data set on the embedded_mini glyphs on the CPU, seeds 0-2, tables/mini/{_key}.md.",
+    )
 
 
 @nox.session

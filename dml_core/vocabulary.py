@@ -5,6 +5,8 @@ Schemas take the ``Literal`` types, code that loops or offers choices takes the 
 
 >>> PAPER_KEYS
 ('damlrrm', 'anml', 'gpw', 'drml', 'cgml')
+>>> RECIPE_KEYS
+('damlrrm', 'anml', 'gpw', 'drml', 'cgml', 'fair')
 >>> suite_backbone("bn-inception")
 'bn_inception'
 """
@@ -15,6 +17,14 @@ from typing import Literal, get_args
 
 PaperKey = Literal["damlrrm", "anml", "gpw", "drml", "cgml"]
 PAPER_KEYS: tuple[str, ...] = get_args(PaperKey)
+
+# Studies: recipe folders (reproduce/<key>/) beside the papers' that compare the papers' methods under one protocol
+# of their own (papers/fair/method.md). A study has no published tables: it is run and tabled like a paper, but it
+# is not one of the papers whose tables the suite reproduces.
+StudyKey = Literal["fair"]
+STUDY_KEYS: tuple[str, ...] = get_args(StudyKey)
+# Every recipe folder: what `dml reproduce`, `dml recipes` and the reproduce-<key> nox sessions take.
+RECIPE_KEYS: tuple[str, ...] = PAPER_KEYS + STUDY_KEYS
 
 # The deep papers' benchmarks as the suite names them (data registry, recipes, published tables, Recall@K lists).
 ImageDataset = Literal["cub200", "cars196", "sop", "inshop"]
@@ -40,8 +50,9 @@ def suite_backbone(published: str) -> str:
     return published.replace("-", "_")
 
 
-# The fair comparison (issue 37): one protocol for the five papers' methods and the classic baselines. Its recipes
-# are ``reproduce/fair/<method>-<dataset>.yaml`` runs; ``fair`` is a study key, not a paper (no published tables).
+# The fair comparison (issue 37): one protocol for the five papers' methods and the classic baselines. Its runs are
+# ``<method>-<dataset>`` of ``reproduce/fair/``; ``fair`` is a study key (STUDY_KEYS), not a paper (no published
+# tables).
 FAIR_KEY = "fair"
 FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
 FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)

@@ -15,7 +15,7 @@ import yaml
 from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
-    PAPERS,
+    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     load_catalog,
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every run (id, targets, readings)")
-    listing.add_argument("--paper", help="only this paper's runs")
+    listing.add_argument("--paper", help="only this paper's runs (or a study's: fair)")
     show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `dml train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def list_runs(paper: str | None) -> str:
-    """One line per run: ``paper/id  targets  [readings]``."""
-    papers = [paper] if paper else PAPERS
+    """One line per run: ``id  ->  targets  on dataset  [readings]  (file)``, under each recipe folder's name."""
+    papers = [paper] if paper else RECIPE_FOLDERS
     lines = []
     for key, recipes in load_catalog(papers=papers).items():
         shared = [name for name, reading in _readings_of(recipes).items() if reading.shared]
@@ -71,7 +71,9 @@ def list_runs(paper: str | None) -> str:
             targets = ", ".join(t if isinstance(t, str) else f"{t['table']}/{t['row']}" for t in run.targets)
             own = [name for name in run.reading_names if name not in shared]
             readings = f"  [readings: {', '.join(own)}]" if own else ""
-            lines.append(f"  {run.id}  ->  {targets}{readings}  ({run.file.name})")
+            targets = targets or "no published row (a study's run)"
+            dataset = run.recipe().data.dataset
+            lines.append(f"  {run.id}  ->  {targets}  on {dataset}{readings}  ({run.file.name})")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from dml_core.commands.options import (
     run_options,
 )
 from dml_core.errors import InputError
-from dml_core.vocabulary import PAPER_KEYS
+from dml_core.vocabulary import RECIPE_KEYS
 
 if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
     from dml_core.runner.inline import PaperRun
@@ -38,9 +38,11 @@ def add_parser(subparsers) -> None:
         "paper's headline comparison (reproduce/KEY/mini.yaml) shrunk to the embedded_mini glyphs and a narrowed "
         "backbone on the CPU, seeds 0-2, each evaluated before and after training (results/mini/, tables/mini/: "
         "does each recipe learn; not a reproduction). Each run's line gives an ETA for the runs left, from the pace "
-        "of the runs trained so far.",
+        "of the runs trained so far. KEY fair: the study of the five papers' methods and the classic baselines under "
+        "one protocol (papers/fair/method.md): every run over the seeds of reproduce/fair/study.yaml, tables/fair.md; "
+        "--mini: its runs of one data set on the embedded_mini glyphs, seeds 0-2, tables/mini/fair.md.",
     )
-    parser.add_argument("paper", choices=PAPER_KEYS)
+    parser.add_argument("paper", choices=RECIPE_KEYS)
     add_tier_flags(
         parser,
         smoke_help="CPU smoke versions of the recipes",

@@ -5,6 +5,7 @@ headline comparison of each paper (``mini``)."""
 
 from dml_core.recipes.catalog import (
     PAPERS,
+    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     find_run,
@@ -19,6 +20,7 @@ from dml_core.recipes.settings import Recipe, mini_version, smoke_version
 
 __all__ = [
     "PAPERS",
+    "RECIPE_FOLDERS",
     "PaperRecipes",
     "Recipe",
     "RunDefinition",

@@ -16,9 +16,12 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
 from dml_core.recipes.compose import RunDefinition, expand_file
 from dml_core.recipes.settings import Recipe
-from dml_core.vocabulary import PAPER_KEYS
+from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
 
 PAPERS = PAPER_KEYS  # one recipe folder per paper
+# Every recipe folder: the papers' and the studies' (reproduce/fair/: the papers' methods under one protocol). The
+# catalog's default stays the papers: a study has no published rows to reproduce.
+RECIPE_FOLDERS = RECIPE_KEYS
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,9 @@ class PaperRecipes:
         raise InputError(f"run {run_id!r}: not a run of {self.key}; its runs: {', '.join(r.id for r in self.runs)}")
 
 
-# Files of a paper folder that are not recipes: its assumptions and readings, and the mini tier's comparison
-# (``dml_core.recipes.mini``).
-NOT_RECIPE_FILES = (ASSUMPTIONS_FILE, "mini.yaml")
+# Files of a paper folder that are not recipes: its assumptions and readings, the mini tier's comparison
+# (``dml_core.recipes.mini``) and a study's run settings (``dml_core.recipes.study``).
+NOT_RECIPE_FILES = (ASSUMPTIONS_FILE, "mini.yaml", "study.yaml")
 
 
 def recipe_files(folder: Path) -> list[Path]:
@@ -68,10 +71,11 @@ def find_run(reference: str, recipes_dir: Path = RECIPES_DIR) -> RunDefinition:
     """The run named ``<paper>/<id>`` or ``<id>`` (an id two papers share needs its paper)."""
     if "/" in reference:
         key, run_id = reference.split("/", 1)
-        if key not in PAPERS:
-            raise InputError(f"run {reference!r}: unknown paper {key!r}; papers: {', '.join(PAPERS)}")
+        if key not in RECIPE_FOLDERS:
+            raise InputError(f"run {reference!r}: unknown paper {key!r}; recipe folders: {', '.join(RECIPE_FOLDERS)}")
         return load_paper(key, recipes_dir).run(run_id)
-    matches = [p.run(reference) for p in load_catalog(recipes_dir).values() if reference in {r.id for r in p.runs}]
+    folders = load_catalog(recipes_dir, RECIPE_FOLDERS).values()
+    matches = [p.run(reference) for p in folders if reference in {r.id for r in p.runs}]
     if not matches:
         raise InputError(f"{reference}: neither a recipe file nor the id of a run (`dml recipes list` lists the runs)")
     if len(matches) > 1:

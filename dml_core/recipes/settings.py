@@ -26,7 +26,7 @@ from pydantic import (
 
 from dml_core.errors import InputError
 from dml_core.schema import StrictModel
-from dml_core.vocabulary import Backbone, PaperKey
+from dml_core.vocabulary import Backbone, PaperKey, StudyKey
 
 
 class Target(StrictModel):
@@ -276,7 +276,7 @@ class MiniSettings(StrictModel):
 
 class Recipe(StrictModel):
     id: str
-    paper: PaperKey | None = None
+    paper: PaperKey | StudyKey | None = None  # the recipe folder: a paper's, or a study's (not hashed)
     targets: list[Target] = Field(default_factory=list)
     description: str = ""
     # id -> text (reproduce/<paper>/assumptions.yaml); a recipe outside a paper folder may list sentences

@@ -10,6 +10,9 @@ gives an ETA for the runs left, from the pace of those this invocation trained.
 ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
 (the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
 writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
+A study (``fair``: the papers' methods under one protocol, ``dml_core.recipes.study``) runs every run over its
+study's seeds at full scale, its mini data set's runs at the mini tier (seeds 0-2 unless given), and writes its own
+tables (``dml_core.tables.fair``) instead of a paper's.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
 same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
@@ -31,6 +34,7 @@ from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
+from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.eta import RunClock, side_by_side_eta
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
@@ -39,6 +43,7 @@ from dml_core.runner.preflight import missing_inputs, recipe_problems, results_o
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
+from dml_core.tables.fair import write_fair_tables
 from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.tables.timing import readable_duration
 from dml_core.tier import Tier
@@ -53,7 +58,7 @@ class ReproduceReport:
     trained: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    tables: PaperTables | MiniPage | None = None
+    tables: PaperTables | MiniPage | list[Path] | None = None  # a study's: the files its tables builder wrote
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,10 @@ class PaperRun(RunOptions):
         """
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         seeds = self.seeds
-        if self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
+        if is_study(self.key):  # its seeds at full scale, its mini data set's runs at the mini tier
+            study, recipes = load_study(self.recipes_dir, self.key), load_paper(self.key, Path(self.recipes_dir))
+            deep, seeds = study_plan(recipes, study, self.tier, deep, self.seeds, MINI_SEEDS)
+        elif self.tier == Tier.MINI:  # the headline comparison only (within --only, if given); no linear plans
             comparison = load_mini_comparison(self.recipes_dir, self.key)
             paper = load_paper(self.key, Path(self.recipes_dir))
             chosen = mini_runs(paper, comparison, mini_file(self.recipes_dir, self.key))
@@ -130,8 +138,15 @@ class PaperRun(RunOptions):
             rerun=self.rerun,
         )
 
-    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> PaperTables | MiniPage:
-        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper there is."""
+    def build_tables(
+        self, tolerances: Tolerances, log: Callable[[str], None] = print
+    ) -> PaperTables | MiniPage | list[Path]:
+        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
+        if is_study(self.key):
+            written = write_fair_tables(self.results_root, self.tables_root, self.tier, self.papers_dir)
+            for path in written:
+                log(f"tables: {path}")
+            return written
         if self.tier == Tier.MINI:
             page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
             log(f"tables: {page.markdown_path}")

@@ -16,6 +16,14 @@ def test_list_shows_every_run_with_its_targets(capsys):
     assert "[readings: damlrrm.lr]" in out
 
 
+def test_list_shows_the_fair_studys_runs_with_their_datasets(capsys):
+    assert main(["recipes", "list", "--paper", "fair"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fair (20 runs)")
+    assert "  damlrrm-cars196  ->  no published row (a study's run)  on cars196  (methods.yaml)" in out
+    assert "  npair-cub200  ->  no published row (a study's run)  on cub200  (baselines.yaml)" in out
+
+
 def test_show_prints_the_expanded_recipe_under_a_reading(capsys):
     assert main(["recipes", "show", "damlrrm/ours-cub200", "--reading", "damlrrm.lr=1e-3"]) == 0
     out = capsys.readouterr().out

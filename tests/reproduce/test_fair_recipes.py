@@ -1,0 +1,161 @@
+"""The fair study's recipes (reproduce/fair/): every run loads; every run of a data set shares the protocol's
+backbone, embedding, preprocessing, optimiser, schedule, length, images per step, validation split and selection
+(computed from the expanded recipes and the samplers they build, not restated); each method's loss is its paper
+recipe's; the study's plan (seeds, the mini tier's runs)."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+from dml_core.losses.contrastive import ContrastiveLoss
+from dml_core.output_paths import RECIPES_DIR
+from dml_core.recipes import find_run, load_paper, mini_version, smoke_version
+from dml_core.recipes.components import component_problems
+from dml_core.recipes.settings import HeadSettings
+from dml_core.recipes.study import load_study, study_plan
+from dml_core.tier import Tier
+from dml_core.training.builders import build_sampler
+
+FAIR = load_paper("fair")
+RUNS = list(FAIR.runs)
+PAPER_METHODS = ("damlrrm", "anml", "gpw", "drml", "cgml")
+BASELINES = ("contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair")
+DATASETS = ("cub200", "cars196")
+
+# Each method's run in its paper's recipes (the settings the fair run must keep). The loss parameters do not depend
+# on the data set in these recipes; cgml's BN-Inception setting (B) has no CUB run, so its Cars run stands for both.
+PAPER_RUN = {
+    "damlrrm": "damlrrm/ours-cub200",
+    "anml": "anml/danml-cub200",
+    "gpw": "gpw/pair-p-cub200",
+    "drml": "drml/drml-pa-cub200",
+    "cgml": "cgml/cgml-ms-cars196",
+    "triplet-semihard": "drml/triplet-sh-cub200",
+    "proxy-anchor": "drml/proxyanchor-cub200",
+}
+# Baselines the suite pins only as a base loss inside a paper's CGML runs (lambda = 0): that base loss.
+PAPER_BASE_LOSS = {"multi-similarity": "cgml/ms-cars196", "npair": "cgml/npair-cars196"}
+
+
+def _method(run) -> str:
+    return run.id.rsplit("-", 1)[0]
+
+
+def _protocol(recipe) -> dict:
+    """Everything the protocol fixes for every method, from the expanded recipe."""
+    return {
+        "backbone": (recipe.model.backbone, recipe.model.weights, recipe.model.frozen_bn, recipe.model.pooling),
+        "embedding": recipe.model.embedding_dim,
+        "preprocessing": recipe.data.transforms,
+        "optimizer": recipe.optimizer,
+        "schedule": recipe.schedule,
+        "length": (recipe.training.iterations, recipe.training.epochs, recipe.training.eval_every),
+        "precision": recipe.training.bf16,
+        "validation": recipe.data.validation,
+        "selection": recipe.evaluation.selection,
+        "evaluation": recipe.evaluation,
+        "images per step": _images_per_step(recipe),
+    }
+
+
+def _images_per_step(recipe) -> int:
+    """The images of one batch of the sampler the recipe builds, on CUB-like labels (80 classes of 59)."""
+    sampler = build_sampler(recipe, np.repeat(np.arange(80), 59))
+    first = next(iter(sampler))
+    assert len(first) == sum(sampler.group_sizes)
+    return len(first)
+
+
+def test_the_study_declares_every_method_on_each_data_set():
+    expected = {f"{method}-{dataset}" for method in PAPER_METHODS + BASELINES for dataset in DATASETS}
+    assert {run.id for run in RUNS} == expected
+    assert all(run.recipe().data.dataset == run.id.rsplit("-", 1)[1] for run in RUNS)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.id)
+def test_every_run_loads_under_every_reading_and_its_components_accept_their_parameters(run):
+    for name in run.reading_names:
+        for value in run.paper_assumptions.readings[name].values:
+            recipe = run.recipe({name: value})
+            assert recipe.paper == "fair" and not recipe.targets
+            assert component_problems(recipe) == []
+            assert component_problems(smoke_version(recipe)) == []
+            assert component_problems(mini_version(recipe)) == []
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_method_of_a_data_set_shares_the_protocol(dataset):
+    protocols = {run.id: _protocol(run.recipe()) for run in RUNS if run.id.endswith(f"-{dataset}")}
+    first = next(iter(protocols.values()))
+    for run_id, protocol in protocols.items():
+        differing = [part for part in first if protocol[part] != first[part]]
+        assert differing == [], f"{run_id} departs from the protocol in {differing}"
+    # and the protocol is the one the study states: selection on a class-disjoint validation split, no test feedback
+    assert first["selection"] == "best_val_r1" and (first["validation"].fraction, first["validation"].seed) == (0.2, 0)
+    assert first["images per step"] == 120 and first["embedding"] == 512
+
+
+def test_the_data_sets_differ_only_in_the_data_set():
+    for method in PAPER_METHODS + BASELINES:
+        cub, cars = (FAIR.run(f"{method}-{dataset}").recipe() for dataset in DATASETS)
+        assert cub.data.dataset != cars.data.dataset
+        assert cub.model_copy(update={"data": cars.data, "id": cars.id, "description": ""}).computation() == (
+            cars.model_copy(update={"description": ""}).computation()
+        )
+
+
+def test_each_method_keeps_its_batch_structure():
+    structure = {run.id.rsplit("-", 1)[0]: run.recipe().sampler.name for run in RUNS}
+    assert structure.pop("damlrrm") == "two_stream" and structure.pop("cgml") == "paired"
+    assert set(structure.values()) == {"pk"}
+
+
+@pytest.mark.parametrize("method", sorted(PAPER_RUN))
+def test_a_method_keeps_its_paper_recipes_loss(method):
+    paper = find_run(PAPER_RUN[method]).recipe()
+    for dataset in DATASETS:
+        fair = FAIR.run(f"{method}-{dataset}").recipe()
+        assert fair.loss == paper.loss
+        assert fair.model.normalize == paper.model.normalize
+        # drml's relational head is its method; every other method has the protocol's one linear layer (gpw's
+        # 3-level fusion is an architecture any loss could use: the protocol holds it equal)
+        assert fair.model.head == (paper.model.head if method == "drml" else HeadSettings())
+
+
+@pytest.mark.parametrize("method", sorted(PAPER_BASE_LOSS))
+def test_a_baseline_keeps_the_base_loss_its_paper_recipe_pins(method):
+    paper = find_run(PAPER_BASE_LOSS[method]).recipe()
+    for dataset in DATASETS:
+        fair = FAIR.run(f"{method}-{dataset}").recipe()
+        assert fair.loss.name == paper.loss.params["base"]
+        assert fair.loss.params == paper.loss.params["base_params"]
+        assert fair.model.normalize == paper.model.normalize
+
+
+def test_the_contrastive_baseline_takes_the_losss_defaults():
+    defaults = {
+        name: parameter.default for name, parameter in inspect.signature(ContrastiveLoss.__init__).parameters.items()
+    }
+    for dataset in DATASETS:
+        params = FAIR.run(f"contrastive-{dataset}").recipe().loss.params
+        assert {name: defaults[name] for name in params} == params
+
+
+def test_the_plan_runs_the_study_seeds_at_full_scale_and_one_data_set_at_the_mini_tier():
+    study = load_study(RECIPES_DIR, "fair")
+    runs, seeds = study_plan(FAIR, study, Tier.FULL, RUNS, None, (0, 1, 2))
+    assert runs == RUNS and list(seeds) == study.seeds and len(seeds) >= 3
+    runs, seeds = study_plan(FAIR, study, Tier.MINI, RUNS, None, (0, 1, 2))
+    assert {_method(run) for run in runs} == set(PAPER_METHODS + BASELINES) and len(runs) == 10
+    assert {run.recipe().data.dataset for run in runs} == {study.mini_dataset} and list(seeds) == [0, 1, 2]
+    assert study_plan(FAIR, study, Tier.MINI, RUNS, [4], (0, 1, 2))[1] == [4]  # given seeds win
+    # at the mini tier every data set is the same glyph set: the other data set's runs would compute the same
+    for method in PAPER_METHODS + BASELINES:
+        mini = {mini_version(FAIR.run(f"{method}-{dataset}").recipe()).content_hash() for dataset in DATASETS}
+        assert len(mini) == 1, method
+
+
+def test_the_mini_tier_keeps_equal_images_per_step():
+    images = {run.id: _images_per_step(mini_version(run.recipe())) for run in RUNS}
+    assert set(images.values()) == {60}, images
