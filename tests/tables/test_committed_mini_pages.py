@@ -5,16 +5,26 @@ import pytest
 
 from dml_core.output_paths import RECIPES_DIR, REPOSITORY_ROOT
 from dml_core.tables.mini import build_mini_page
-from dml_core.vocabulary import PAPER_KEYS
 
-COMMITTED = [key for key in PAPER_KEYS if (REPOSITORY_ROOT / "results" / "mini" / key).is_dir()]
-
-
-def test_the_drml_page_is_committed_with_its_results():
-    assert "drml" in COMMITTED
+PAGES = sorted(path.stem for path in (REPOSITORY_ROOT / "tables" / "mini").glob("*.md"))
+# Pages measured before results files were committed beside them, whose re-measurement is still to be committed
+# (issue 34, "Done when"); a page leaves this set with its results, and no new page may join it.
+AWAITING_RESULTS = {"gpw"}
 
 
-@pytest.mark.parametrize("key", COMMITTED)
+def _has_results(key: str) -> bool:
+    return any((REPOSITORY_ROOT / "results" / "mini" / key).glob("*.json"))
+
+
+def test_every_committed_mini_page_but_the_awaited_ones_comes_with_its_results():
+    assert {"anml", "cgml", "damlrrm", "drml", "gpw"} <= set(PAGES)
+    missing = sorted(key for key in PAGES if not _has_results(key) and key not in AWAITING_RESULTS)
+    assert not missing, f"tables/mini/<key>.md committed without results/mini/<key>/*.json: {missing}"
+    arrived = sorted(key for key in AWAITING_RESULTS if _has_results(key))
+    assert not arrived, f"results/mini/<key>/ committed: take {arrived} out of AWAITING_RESULTS"
+
+
+@pytest.mark.parametrize("key", [key for key in PAGES if _has_results(key)])
 def test_a_committed_mini_page_is_what_its_committed_results_build(key, tmp_path):
     page = build_mini_page(key, REPOSITORY_ROOT / "results", tmp_path, RECIPES_DIR)
     committed = REPOSITORY_ROOT / "tables" / "mini" / f"{key}.md"
