@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.output_paths import recorded_path
 from dml_core.tables.cells import MISSING, signed
 from dml_core.tables.fair import METRICS, VALIDATION_R1, ClaimCell, DatasetSection, FairTables, MethodLine
 from dml_core.tables.fair_verdicts import LEVEL
@@ -117,7 +118,7 @@ def section_lines(section: DatasetSection) -> list[str]:
 
 def fair_markdown(tables: FairTables, figure: Path | None) -> str:
     """The whole page: what it is, the tier, each dataset's section, the figure and how to read it."""
-    source = tables.source.as_posix()
+    source = recorded_path(tables.source)  # relative to the repository: the page names no machine's path
     lines = [TITLE, ""]
     if tables.tier == Tier.MINI:
         lines += [MINI_BANNER, ""]

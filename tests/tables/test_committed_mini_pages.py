@@ -3,8 +3,11 @@
 
 import pytest
 
-from dml_core.output_paths import RECIPES_DIR, REPOSITORY_ROOT
+from dml_core.output_paths import RECIPES_DIR, REPOSITORY_ROOT, tables_markdown
+from dml_core.tables.fair import write_fair_tables
 from dml_core.tables.mini import build_mini_page
+from dml_core.tier import Tier
+from dml_core.vocabulary import FAIR_KEY
 
 PAGES = sorted(path.stem for path in (REPOSITORY_ROOT / "tables" / "mini").glob("*.md"))
 # Pages measured before results files were committed beside them, whose re-measurement is still to be committed
@@ -26,6 +29,11 @@ def test_every_committed_mini_page_but_the_awaited_ones_comes_with_its_results()
 
 @pytest.mark.parametrize("key", [key for key in PAGES if _has_results(key)])
 def test_a_committed_mini_page_is_what_its_committed_results_build(key, tmp_path):
-    page = build_mini_page(key, REPOSITORY_ROOT / "results", tmp_path, RECIPES_DIR)
+    results = REPOSITORY_ROOT / "results"
+    if key == FAIR_KEY:  # the fair study's page has its own builder (dml tables fair --mini)
+        write_fair_tables(results, tmp_path, Tier.MINI)
+        rebuilt = tables_markdown(tmp_path, key, Tier.MINI)
+    else:
+        rebuilt = build_mini_page(key, results, tmp_path, RECIPES_DIR).markdown_path
     committed = REPOSITORY_ROOT / "tables" / "mini" / f"{key}.md"
-    assert page.markdown_path.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
+    assert rebuilt.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
