@@ -19,3 +19,16 @@ def test_a_committed_mini_page_is_what_its_committed_results_build(key, tmp_path
     page = build_mini_page(key, REPOSITORY_ROOT / "results", tmp_path, RECIPES_DIR)
     committed = REPOSITORY_ROOT / "tables" / "mini" / f"{key}.md"
     assert page.markdown_path.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
+
+
+def test_the_committed_fair_mini_page_is_what_its_committed_results_build(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from dml_core.tables.fair import write_fair_tables
+    from dml_core.tier import Tier
+
+    monkeypatch.chdir(REPOSITORY_ROOT)  # the page names its results folder as `dml reproduce` gave it: relative
+    written = write_fair_tables(Path("results"), tmp_path, Tier.MINI)
+    built = next(path for path in written if path.suffix == ".md")
+    committed = REPOSITORY_ROOT / "tables" / "mini" / "fair.md"
+    assert built.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
