@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_fair(args: argparse.Namespace, tables: Path) -> int:
+    # the builder pulls pandas and matplotlib in: only when the fair page is built, as the papers' builder does
     from dml_core.tables.fair import write_fair_tables
 
     if args.check:
