@@ -79,15 +79,9 @@ class PaperRun(RunOptions):
     def __post_init__(self) -> None:
         object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
 
-    def preflight(self, log: Callable[[str], None] = print) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
-        """Plan every recipe x seed and every linear plan, and check what they need before anything trains
-        or is submitted; then prepare the image caches the runs left to train will train from
-        (``cache_preparation``: one process only; ``log`` says what it writes). ``seeds`` applies to deep
-        recipes; a linear plan pins its own base seed (its splits are its repetitions).
-
-        Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
-        (read now: a bad file should not cost a night of training before the tables fail).
-        """
+    def planned(self) -> tuple[list[PlannedRun], list[LinearRun]]:
+        """Every recipe x seed of this tier and every linear plan, as they would train now (nothing checked or
+        written): a results file of another recipe than its plan's is stale."""
         deep, linear_paths = paper_runs(self.recipes_dir, self.key, self.only)
         seeds = self.seeds
         if is_study(self.key):  # its seeds at full scale, its mini data set's runs at the mini tier
@@ -104,6 +98,18 @@ class PaperRun(RunOptions):
         )  # fmt: skip
         linear_runs = plan_linear_runs(self.key, linear_paths, self.tier, self.results_root, self.runs_root)
         linear_runs = selected_linear_runs(linear_runs, self.only)
+        return plans, linear_runs
+
+    def preflight(self, log: Callable[[str], None] = print) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
+        """Plan every recipe x seed and every linear plan, and check what they need before anything trains
+        or is submitted; then prepare the image caches the runs left to train will train from
+        (``cache_preparation``: one process only; ``log`` says what it writes). ``seeds`` applies to deep
+        recipes; a linear plan pins its own base seed (its splits are its repetitions).
+
+        Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
+        (read now: a bad file should not cost a night of training before the tables fail).
+        """
+        plans, linear_runs = self.planned()
         bad = recipe_problems(plans)
         if bad:
             raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
