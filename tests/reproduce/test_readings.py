@@ -171,7 +171,7 @@ def test_damlrrm_cycled_pool_repeats_its_shuffled_batches_with_its_own_period_an
     assert len(batches) > 2 * period
     assert all(batches[i] == batches[i + period] for i in range(len(batches) - period))  # B^s_1 = B^s_l
     assert len(set(batches)) == period and sorted(set().union(*batches)) == list(range(len(labels)))
-    whole = builders.build_sampler(_recipe("damlrrm/ours-cub200"), labels)
+    whole = builders.build_sampler(_recipe("damlrrm/ours-cub200", **{"damlrrm.shuffled-pool": "whole"}), labels)
     repeated = _shuffled_batches(whole, 3)
     assert len({frozenset(batch) for batch in repeated}) == len(repeated)  # reshuffled: no batch comes back
 

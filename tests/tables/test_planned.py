@@ -39,4 +39,4 @@ def test_a_table_lists_the_assumptions_and_readings_its_runs_rest_on():
     assert plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
     assert "one-stream-batch" in assumptions and "two-stream-batch" not in assumptions
     assumptions, readings = plan.rests_on("table1")
-    assert "two-stream-batch" in assumptions and readings["damlrrm.shuffled-pool"] == "whole"
+    assert "two-stream-batch" in assumptions and readings["damlrrm.shuffled-pool"] == "cycled"
