@@ -110,11 +110,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_fair(args: argparse.Namespace, tables: Path) -> int:
-    # the builder pulls pandas and matplotlib in: only when the fair page is built, as the papers' builder does
+    # the builders pull pandas and matplotlib in: only when the fair page is built, as the papers' builder does
+    from dml_core.tables import load_tolerances, write_index
     from dml_core.tables.fair import write_fair_tables
 
     if args.check:
         raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")
     for path in write_fair_tables(args.results or results_root(), tables, chosen_tier(args), args.papers_dir):
         print(path)
+    if chosen_tier(args) != Tier.MINI:  # the index lists the papers' pages and the fair one; mini pages stand alone
+        print(write_index(tables, load_tolerances(args.tolerances), chosen_tier(args), args.papers_dir))
     return 0

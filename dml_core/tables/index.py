@@ -17,7 +17,7 @@ from dml_core.tables.paper_tables import table_markdown
 from dml_core.tables.summary import counts_text, table_counts, verdict_counts
 from dml_core.tables.tolerances import Tolerances
 from dml_core.tier import Tier
-from dml_core.vocabulary import PAPER_KEYS
+from dml_core.vocabulary import FAIR_KEY, PAPER_KEYS
 
 
 def index_path(tables_root: Path, tier: Tier) -> Path:
@@ -37,7 +37,8 @@ def render_index(tables_root: Path, tolerances: Tolerances, tier: Tier, papers_d
         "",
     ]
     built = [key for key in PAPER_KEYS if long_form_path(tables_markdown(tables_root, key, tier)).is_file()]
-    if not built:
+    fair = _fair_section(tables_root, tier)
+    if not built and not fair:
         return "\n".join([*lines, "No paper has been built yet.", ""])
     for key in built:
         page = tables_markdown(tables_root, key, tier)
@@ -66,7 +67,31 @@ def render_index(tables_root: Path, tolerances: Tolerances, tier: Tier, papers_d
         lines += [table_markdown(shown), ""]
         if rest:
             lines += [f"{rest} more table{'s' if rest > 1 else ''} with no run planned.", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return "\n".join([*lines, *fair]).rstrip("\n") + "\n"
+
+
+def _fair_section(tables_root: Path, tier: Tier) -> list[str]:
+    """The fair study's lines (``dml tables fair`` built its page): per data set, how many of its methods ran and
+    their verdicts against the best classic baseline, read from ``fair.csv``; none when the page is not built."""
+    page = tables_markdown(tables_root, FAIR_KEY, tier)
+    if not page.with_suffix(".csv").is_file():
+        return []
+    frame = pd.read_csv(page.with_suffix(".csv"), keep_default_na=False)
+    rows = []
+    for dataset, group in frame.groupby("dataset", sort=False):
+        ran = group[group["verdict"] != "not run"]
+        verdicts = ran["verdict"].value_counts()
+        text = " · ".join(f"{count} {verdict}" for verdict, count in verdicts.items()) or "not run"
+        rows.append({"data set": dataset, "methods run": f"{len(ran)} of {len(group)}", "verdicts": text})
+    return [
+        f"## [{FAIR_KEY}]({page.name}): the five papers' methods and the classic baselines under one protocol",
+        "",
+        "Which method wins when nothing else differs (`papers/fair/method.md`); verdicts against the best classic "
+        "baseline.",
+        "",
+        table_markdown(pd.DataFrame(rows)),
+        "",
+    ]
 
 
 def write_index(tables_root: Path, tolerances: Tolerances, tier: Tier, papers_dir: Path | None = None) -> Path:

@@ -46,3 +46,18 @@ def test_the_index_carries_the_claims_verdicts(tmp_path):
 def test_an_empty_tables_folder_says_so(tmp_path):
     text = write_index(tmp_path / "tables", TOLERANCES, tier=Tier.SMOKE).read_text()
     assert "Smoke run" in text and "No paper has been built yet." in text
+
+
+def test_the_index_lists_the_fair_study_with_its_verdicts_per_data_set(tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "fair.csv").write_text(
+        "dataset,method,kind,verdict\n"
+        "cub200,damlrrm,paper,beats\ncub200,anml,paper,ties\ncub200,contrastive,baseline,ties\n"
+        "cub200,triplet-semihard,baseline,reference\ncars196,damlrrm,paper,not run\n"
+    )
+    text = write_index(tables, TOLERANCES, tier=Tier.FULL).read_text()
+    assert "No paper has been built yet." not in text
+    assert "## [fair](fair.md): the five papers' methods and the classic baselines under one protocol" in text
+    assert "| cub200     | 4 of 4        | 2 ties · 1 beats · 1 reference |" in text
+    assert "| cars196    | 0 of 1        | not run" in text
