@@ -12,16 +12,22 @@ import torch
 
 from dml_core.output_paths import REPOSITORY_ROOT
 
+# What the suite writes, not what it runs: a run that replaces a committed results file (a --rerun of committed mini
+# results) must not mark the runs after it dirty, nor change the diff hash of the code they ran.
+OUTPUT_FOLDERS = ("results", "tables")
+CODE_PATHS = (".", *(f":(exclude){folder}" for folder in OUTPUT_FOLDERS))
+
 
 def git_state(root: Path = REPOSITORY_ROOT) -> dict:
-    """Commit and dirty flag of the checkout; "unknown" outside a git checkout (e.g. an installed wheel)."""
+    """Commit and dirty flag of the checkout (tracked changes outside ``OUTPUT_FOLDERS``); "unknown" outside a git
+    checkout (e.g. an installed wheel)."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
     try:
         commit = git("rev-parse", "HEAD").strip()
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS).strip())
     except (OSError, subprocess.CalledProcessError):
         return {"commit": "unknown", "dirty": None}
     return {"commit": commit, "dirty": dirty}
@@ -35,7 +41,7 @@ def code_state(root: Path = REPOSITORY_ROOT) -> dict:
     if state["dirty"]:
         try:
             patch = subprocess.run(
-                ["git", "-C", str(root), "diff", "HEAD", "--binary"], capture_output=True, check=True
+                ["git", "-C", str(root), "diff", "HEAD", "--binary", "--", *CODE_PATHS], capture_output=True, check=True
             )
             diff = hashlib.sha256(patch.stdout).hexdigest()
         except (OSError, subprocess.CalledProcessError):
