@@ -7,6 +7,8 @@ Schemas take the ``Literal`` types, code that loops or offers choices takes the 
 ('damlrrm', 'anml', 'gpw', 'drml', 'cgml')
 >>> RECIPE_KEYS
 ('damlrrm', 'anml', 'gpw', 'drml', 'cgml', 'fair')
+>>> FAIR_KEY in STUDY_KEYS
+True
 >>> suite_backbone("bn-inception")
 'bn_inception'
 """
@@ -50,10 +52,10 @@ def suite_backbone(published: str) -> str:
     return published.replace("-", "_")
 
 
-# The fair comparison (issue 37): one protocol for the five papers' methods and the classic baselines. Its runs are
-# ``<method>-<dataset>`` of ``reproduce/fair/``; ``fair`` is a study key (STUDY_KEYS), not a paper (no published
-# tables).
-FAIR_KEY = "fair"
+# The fair comparison: one protocol for the five papers' methods and the classic baselines. Its runs are
+# ``<method>-<dataset>`` of ``reproduce/fair/``; its key is one of STUDY_KEYS (typed as one: a key outside them is a
+# type error), not a paper's (no published tables).
+FAIR_KEY: StudyKey = "fair"
 FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
 FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)
 FAIR_METHODS: tuple[str, ...] = PAPER_KEYS + FAIR_BASELINES

@@ -9,6 +9,7 @@ import yaml
 
 from dml_core.errors import InputError
 from dml_core.published import PAPERS_DIR, find_row, load_published
+from dml_core.recipes.catalog import load_paper
 from dml_core.tables.fair_claims import fair_claims_path, load_fair_claims
 from dml_core.vocabulary import FAIR_DATASETS, FAIR_KEY, PAPER_KEYS
 
@@ -79,3 +80,29 @@ def test_a_row_of_another_dataset_and_an_entry_with_both_a_pair_and_a_reason_are
     fair_claims_path(papers).write_text(yaml.safe_dump(claims, sort_keys=False))
     with pytest.raises(InputError, match=r"none: given with table, row or baselines"):
         load_fair_claims(papers)
+
+
+FAIR_RUN_IDS = {run.id for run in load_paper(FAIR_KEY).runs}
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [c for c in load_fair_claims().claims if c.row is not None and f"{c.method}-{c.dataset}" in FAIR_RUN_IDS],
+    ids=lambda c: f"{c.method}-{c.dataset}",
+)
+def test_a_claims_row_is_what_a_paper_recipe_of_the_fair_runs_loss_reproduces(claim):
+    """The printed gain stands beside the fair run only if its row is the variant the fair run trains: some recipe
+    of the paper targets that row with the fair run's loss. (SOP has no fair run: its claims are never shown.)"""
+    fair_id = f"{claim.method}-{claim.dataset}"
+    fair_loss = load_paper(FAIR_KEY).run(fair_id).recipe().loss
+    targeting = [
+        recipe
+        for run in load_paper(claim.method).runs
+        for recipe in [run.recipe()]
+        if any(target.table == claim.table and target.row == claim.row for target in recipe.targets)
+    ]
+    assert targeting, f"no recipe of {claim.method} targets {claim.table}/{claim.row}"
+    assert any(recipe.loss == fair_loss for recipe in targeting), (
+        f"{claim.table}/{claim.row}: its recipes ({', '.join(r.id for r in targeting)}) train another loss than "
+        f"fair's {fair_id}"
+    )
