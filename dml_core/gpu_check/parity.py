@@ -71,12 +71,15 @@ class StepModel(nn.Module):
         return self.head(pooled) if self.relational else F.normalize(self.head(pooled), dim=1)
 
 
-def parity_batch() -> tuple[torch.Tensor, torch.Tensor]:
-    """Features (32, 24) and labels: two halves, each with every class twice; features drawn around a class mean."""
+def parity_batch(noise_seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features (32, 24) and labels: two halves, each with every class twice; features drawn around a class mean.
+    ``noise_seed``: another batch of the same classes (the same means, other draws around them)."""
     half = torch.arange(CLASSES).repeat_interleave(PER_CLASS_PER_HALF)
     labels = torch.cat([half, half])
     generator = torch.Generator().manual_seed(1)
     means = torch.randn(CLASSES, FEATURES, generator=generator)
+    if noise_seed is not None:
+        generator = torch.Generator().manual_seed(noise_seed)
     return means[labels] + 0.5 * torch.randn(len(labels), FEATURES, generator=generator), labels
 
 
@@ -99,17 +102,18 @@ def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]
     return {name: parameter.detach().to("cpu", torch.float64, copy=True) for name, parameter in named}
 
 
-def one_step(loss_name: str, device: torch.device) -> StepRecord:
-    """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0."""
+def one_step(loss_name: str, device: torch.device, bf16: bool = False, noise_seed: int | None = None) -> StepRecord:
+    """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0 (``bf16``: the model's
+    forward under the trainer's bf16 autocast, which is CUDA's only; ``noise_seed``: ``parity_batch``'s)."""
     torch.manual_seed(0)
     model = StepModel(relational=loss_name == "drml")
     run_values = {"num_classes": CLASSES, "embedding_dim": EMBEDDING, "group_sizes": GROUP_SIZES}
     loss_fn = build_loss(loss_name, **with_run_values(loss_name, LOSS_PARAMS.get(loss_name, {}), **run_values))
     model, loss_fn = model.to(device), loss_fn.to(device)
-    features, labels = (tensor.to(device) for tensor in parity_batch())
+    features, labels = (tensor.to(device) for tensor in parity_batch(noise_seed))
     optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=1.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-    settings = TrainingSettings(iterations=1, bf16=False, channels_last=False)
+    settings = TrainingSettings(iterations=1, bf16=bf16, channels_last=False)
     before = _parameters(model, loss_fn)
     with exact_fp32_matmul():
         loss = train_step(model, loss_fn, optimizer, scheduler, features, labels, settings)

@@ -11,6 +11,7 @@ from dml_core.gpu_check.overhead import run_overhead
 from dml_core.gpu_check.parity import run_parity
 from dml_core.gpu_check.part import Part
 from dml_core.gpu_check.pipelines import run_pipelines
+from dml_core.gpu_check.precision import run_precision
 from dml_core.gpu_check.resume import run_resume
 from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun
@@ -20,6 +21,11 @@ _PARTS = {
     part.name: part
     for part in (
         Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity),
+        Part(
+            "precision",
+            "one step of every loss under bf16 autocast against fp32, beside another batch's",
+            run_precision,
+        ),
         Part("pipelines", "the cache pipeline's training batches on the GPU against the PIL path's", run_pipelines),
         Part("evaluation", "R@K and MAP@R of an SOP-sized embedding set on the GPU and the CPU", run_evaluation),
         Part("resume", "dml train killed by SIGKILL after a checkpoint, resumed: final parameters", run_resume),
