@@ -61,13 +61,9 @@ def environment(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test gate (CI runs this): unit, parity and end-to-end tests on the CPU, in one pytest-xdist worker per
-    core (at most 4): most of the gate is single-threaded Python, so two cores take about half the time. A test
-    file stays in one worker (``--dist loadfile``: its module fixtures are built once). ``-- -n 0`` runs it in
-    this process."""
+    """The test gate (CI runs this): unit, parity and end-to-end tests on the CPU."""
     python = shared_python(session)
-    workers = ("--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile")
-    session.run(python, "-m", "pytest", *workers, *session.posargs, env=TEST_ENV)
+    session.run(python, "-m", "pytest", *session.posargs, env=TEST_ENV)
 
 
 @nox.session
