@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from dml_core.gpu_check.parity import one_step
+from dml_core.gpu_check.parity import one_step, relative_difference
 from dml_core.gpu_check.part import CheckContext, Outcome
 from dml_core.losses import LOSSES
 
@@ -27,17 +27,17 @@ OTHER_BATCH = 2  # parity_batch's noise seed of the second batch
 
 
 def whole_update_difference(reference: dict[str, torch.Tensor], other: dict[str, torch.Tensor]) -> float:
-    """``||other - reference|| / ||reference||`` over every tensor together, in float64 (0 when both are zero).
+    """``||other - reference|| / ||reference||`` over every tensor together (parity's ``relative_difference`` of the
+    whole step's updates).
 
     >>> whole_update_difference({"a": torch.tensor([3.0]), "b": torch.tensor([4.0])},
     ...                         {"a": torch.tensor([3.0]), "b": torch.tensor([4.5])})
     0.1
     """
     names = sorted(reference)
-    flat = torch.cat([reference[name].double().flatten() for name in names])
-    moved = torch.cat([other[name].double().flatten() for name in names]) - flat
-    norm = float(flat.norm())
-    return float(moved.norm()) / norm if norm > 0 else (0.0 if float(moved.norm()) == 0 else float("inf"))
+    return relative_difference(
+        torch.cat([other[name].flatten() for name in names]), torch.cat([reference[name].flatten() for name in names])
+    )
 
 
 def precision_figures(loss_name: str, device: torch.device) -> dict:

@@ -11,6 +11,7 @@ from dml_core.atomic_io import atomic_write_text
 from dml_core.output_paths import tables_markdown
 from dml_core.published import load_published
 from dml_core.tables.build import paper_verdicts
+from dml_core.tables.fair_page import NOT_RUN
 from dml_core.tables.long_form import long_form_path, read_long_form
 from dml_core.tables.markdown import SMOKE_BANNER
 from dml_core.tables.paper_tables import table_markdown
@@ -79,9 +80,9 @@ def _fair_section(tables_root: Path, tier: Tier) -> list[str]:
     frame = pd.read_csv(page.with_suffix(".csv"), keep_default_na=False)
     rows = []
     for dataset, group in frame.groupby("dataset", sort=False):
-        ran = group[group["verdict"] != "not run"]
+        ran = group[group["verdict"] != NOT_RUN]
         verdicts = ran["verdict"].value_counts()
-        text = " · ".join(f"{count} {verdict}" for verdict, count in verdicts.items()) or "not run"
+        text = " · ".join(f"{count} {verdict}" for verdict, count in verdicts.items()) or NOT_RUN
         rows.append({"data set": dataset, "methods run": f"{len(ran)} of {len(group)}", "verdicts": text})
     return [
         f"## [{FAIR_KEY}]({page.name}): the five papers' methods and the classic baselines under one protocol",
