@@ -1,14 +1,18 @@
 """Test-wide settings: offline hub, deterministic CPU torch, two threads (the CI machine's cores); a tiny CUB for the
-tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation)."""
+tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation); the embedded glyph
+sets generated once per session, copied into the data roots of the tests that train on them."""
 
 import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 import torch
 
-from dml_core.data.prepare import prepare
+from dml_core.data.prepare import ensure_generated, prepare
 from dml_core.data.registry import get_spec
 from tests.data.layouts import make_cub, shrink_spec, write_jpeg
 
@@ -43,3 +47,37 @@ def odd_sized_cub(monkeypatch, tmp_path):
     shrink_spec(monkeypatch, "cub200", expected)
     prepare(get_spec("cub200"), tmp_path / "data", [tmp_path / "src" / "CUB_200_2011"], progress=False)
     return tmp_path / "data"
+
+
+@pytest.fixture(scope="session")
+def generated_glyph_set(tmp_path_factory) -> Callable[[str], Path]:
+    """The folder of an embedded glyph set (``embedded``, ``embedded_mini``), generated on first request, once per
+    session: 4-6 s (smoke set) and 14-19 s (mini set) of a 2-core CPU that about forty tests would spend again."""
+    root = tmp_path_factory.mktemp("generated-glyph-sets")
+
+    def folder(name: str) -> Path:
+        ensure_generated(get_spec(name), root)
+        return root / name
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def copy_glyph_sets(generated_glyph_set) -> Callable[..., Path]:
+    """``copy_glyph_sets(data_root, *names)``: ``data_root`` holding a copy of each named glyph set (default: the
+    smoke set) as a run's first use generates it, index included; returns ``data_root``. A copy, not links: a test
+    may write into its data root (caches, damaged files) without touching the others'. For tests whose subject is
+    not the generation (tests/data/sources/test_embedded.py and the data tests of first use generate their own)."""
+
+    def copy(data_root: Path, *names: str) -> Path:
+        for name in names or ("embedded",):
+            shutil.copytree(generated_glyph_set(name), Path(data_root) / name)
+        return Path(data_root)
+
+    return copy
+
+
+@pytest.fixture
+def glyph_data_root(tmp_path, copy_glyph_sets) -> Path:
+    """``tmp_path / "data"`` with the embedded smoke set in it, already generated."""
+    return copy_glyph_sets(tmp_path / "data")

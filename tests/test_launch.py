@@ -160,6 +160,7 @@ def one_thread_jobs(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_local_jobs_train_report_a_failure_build_tables_then_skip(tmp_path, capsys, one_thread_jobs):
     args = [*_paper(tmp_path, broken=True), "--launcher", "local", "--timeout-min", "10"]
     assert main(args) == 1  # one job failed
@@ -183,6 +184,7 @@ def test_local_jobs_train_report_a_failure_build_tables_then_skip(tmp_path, caps
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path, capsys, one_thread_jobs):
     _paper(tmp_path)
     started = time.monotonic()
@@ -205,6 +207,7 @@ def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_run_whose_earlier_job_still_runs_is_not_submitted_again(tmp_path, capsys, one_thread_jobs):
     _paper(tmp_path)
     paper = PaperRun(

@@ -77,6 +77,7 @@ def _tiny_anml(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the_third(tmp_path, capsys, monkeypatch):
     args = _tiny_anml(tmp_path)
     assert main([*args, "--name", "night-1"]) == 0

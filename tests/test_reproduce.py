@@ -154,6 +154,7 @@ def _smoke_paper_args(tmp_path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, capsys):
     args = _smoke_paper_args(tmp_path)
     assert main(args) == 0
@@ -184,30 +185,21 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
 
 
 @pytest.mark.slow
-def test_a_paper_reproduced_under_torchrun_trains_each_run_on_every_process_and_reports_once(tmp_path):
-    from dml_core.results import load_results
-    from tests.torchrun import torchrun
-
-    args = _smoke_paper_args(tmp_path)
-    completed = torchrun(2, "-m", "dml_core.cli", *args)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.count("ours-cub200 seed 0: training (smoke)") == 1, "rank 0 alone reports"
-    assert completed.stdout.count("tables: ") == 1
-    results = load_results(tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json")
-    assert results.world_size == 2 and results.environment["distributed"]["images_per_process"] == 4
-    assert (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").is_file()
-
-
-@pytest.mark.slow
-def test_the_cache_pipeline_reproduces_under_torchrun_building_the_embedded_cache_once(tmp_path):
+@pytest.mark.usefixtures("glyph_data_root")
+def test_a_paper_reproduced_under_torchrun_trains_on_every_process_reports_once_and_builds_the_cache_once(tmp_path):
+    """One torchrun of two processes, on the cache pipeline (the PIL one under torchrun: `dml train` in
+    tests/training/test_distributed.py)."""
     from dml_core.results import load_results
     from tests.torchrun import torchrun
 
     completed = torchrun(2, "-m", "dml_core.cli", *_smoke_paper_args(tmp_path), "--pipeline", "cache")
     assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.count("ours-cub200 seed 0: training (smoke)") == 1, "rank 0 alone reports"
+    assert completed.stdout.count("tables: ") == 1
     results = load_results(tmp_path / "results" / "smoke" / PAPER_KEY / "ours-cub200-seed0.json")
     assert results.recipe.overrides == ["training.seed=0", "data.pipeline=cache"]
-    assert results.world_size == 2
+    assert results.world_size == 2 and results.environment["distributed"]["images_per_process"] == 4
+    assert (tmp_path / "tables" / "smoke" / f"{PAPER_KEY}.md").is_file()
     caches = sorted(path.name for path in (tmp_path / "data" / "embedded" / "cache").iterdir())
     assert len(caches) == 1 and ".partial" not in caches[0]  # both ranks' staging folders are gone
 

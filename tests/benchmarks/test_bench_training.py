@@ -14,12 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_training_benchmark_measures_both_pipelines(tmp_path):
+def test_the_training_benchmark_measures_both_pipelines(tmp_path, glyph_data_root):
     command = [
         sys.executable, "-m", "pytest", str(ROOT / "tests" / "benchmarks" / "bench_training.py"), "-q",
         "-o", "python_files=bench_*.py", "--benchmark-only", "-k", "damlrrm or write_report", "-p", "no:cacheprovider",
     ]  # fmt: skip
-    environment = {**os.environ, "DML_BENCH_OUT": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    environment = {**os.environ, "DML_BENCH_OUT": str(tmp_path), "DML_BENCH_DATA_ROOT": str(glyph_data_root)}
+    environment["HF_HUB_OFFLINE"] = "1"
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:]
     report = json.loads((tmp_path / "training-cpu.json").read_text())

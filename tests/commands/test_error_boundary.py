@@ -48,8 +48,8 @@ Outcome = namedtuple("Outcome", "code out err")
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
+def data_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 @pytest.fixture

@@ -61,6 +61,7 @@ def test_readings_lists_the_shared_readings_with_the_papers_default(capsys, pape
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp_path, monkeypatch):
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
     out = tmp_path / "run"
@@ -75,6 +76,7 @@ def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_train_applies_mini_overrides_before_the_mini_shrink(tmp_path, monkeypatch):
     from dml_core.models import glyph_pretraining
 
@@ -155,6 +157,7 @@ def test_a_shown_recipe_keeps_its_provenance_and_is_refused_inside_a_paper_folde
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_train_trains_a_shown_recipe_file_as_the_run_it_was_shown_from(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
     short = ["--smoke", "--set", "training.iterations=1", "--set", "training.eval_every=1", "--no-progress"]

@@ -23,8 +23,8 @@ TIER_FLAGS = {"full": [], "smoke": ["--smoke"], "mini": ["--mini"]}
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
+def data_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 def _train(recipe, out, tier, *extra):

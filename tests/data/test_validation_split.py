@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from dml_core.data import load_split
-from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.data.validation_split import (
     held_out_classes,
@@ -20,10 +19,9 @@ TWENTY_PERCENT = ValidationSplitSettings(fraction=0.2, seed=0)
 
 
 @pytest.fixture(scope="module")
-def glyph_splits(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
+def glyph_splits(tmp_path_factory, copy_glyph_sets):
+    root = copy_glyph_sets(tmp_path_factory.mktemp("data"))
     glyphs = get_spec("embedded")
-    ensure_generated(glyphs, root)
     return load_split(glyphs, root, "train"), load_split(glyphs, root, "test")
 
 

@@ -1,6 +1,7 @@
 """The overhead part's measurement on the CPU (its figures need a GPU): every variant that a CPU can run is timed from
 the same weights and the recipe's settings are left as they were; the CUDA-graph variant reports why it cannot run."""
 
+import pytest
 import torch
 
 from dml_core.gpu_check.overhead import bound_recipe, measure_variants
@@ -8,6 +9,7 @@ from dml_core.gpu_check.part import CheckContext
 from dml_core.recipes import smoke_version
 
 
+@pytest.mark.usefixtures("glyph_data_root")
 def test_each_variant_is_timed_or_says_why_not_and_the_model_is_left_as_built(tmp_path):
     recipe = smoke_version(bound_recipe("damlrrm/ours-cub200"))
     deterministic_before = torch.are_deterministic_algorithms_enabled()

@@ -14,6 +14,7 @@ def _context(tmp_path) -> CheckContext:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_the_cached_batches_are_the_pil_paths_and_a_difference_fails_the_part(tmp_path, monkeypatch):
     figures = compare_pipelines(tmp_path / "data", torch.device("cpu"))
     assert set(figures) == set(CONFIGURATIONS)

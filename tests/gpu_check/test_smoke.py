@@ -53,6 +53,7 @@ def test_a_job_is_judged_on_errors_failed_runs_run_count_and_device():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_path):
     only = [run.id for run in paper_runs(ROOT / "reproduce", "damlrrm")[0][:2]]
     command = [

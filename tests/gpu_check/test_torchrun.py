@@ -11,6 +11,7 @@ from dml_core.gpu_check.torchrun import run_torchrun
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_the_part_trains_under_torchrun_and_runs_every_collective(tmp_path):
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path / "report")
     context.work_dir.mkdir(parents=True)

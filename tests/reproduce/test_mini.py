@@ -84,8 +84,9 @@ def test_every_paper_names_a_headline_comparison_of_its_own_runs_whose_mini_vers
 
 
 @pytest.mark.slow
-def test_a_mini_reproduction_trains_evaluates_before_and_after_and_writes_its_page(tmp_path, capsys):
+def test_a_mini_reproduction_trains_evaluates_before_and_after_and_writes_its_page(tmp_path, capsys, copy_glyph_sets):
     _paper(tmp_path)
+    copy_glyph_sets(tmp_path / "data", "embedded_mini")
     args = [
         "reproduce", PAPER_KEY, "--mini", "--seeds", "0", "1", "--no-progress",
         "--recipes", str(tmp_path / "reproduce"), "--runs", str(tmp_path / "runs"),

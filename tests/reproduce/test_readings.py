@@ -5,8 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from dml_core.data.prepare import prepare
-from dml_core.data.registry import get_spec
 from dml_core.losses.cgml import rbf_adjacency
 from dml_core.recipes import find_run, smoke_version
 from dml_core.training import builders
@@ -19,10 +17,8 @@ def _recipe(reference, **choices):
 
 
 @pytest.fixture(scope="module")
-def embedded_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    prepare(get_spec("embedded"), root, progress=False)
-    return root
+def embedded_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 def _cub_like_labels(classes=100, per_class=59):

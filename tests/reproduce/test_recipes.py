@@ -7,8 +7,6 @@ Parametrised over the expanded runs, so a new run (or grid point) is checked the
 import pytest
 import torch
 
-from dml_core.data.prepare import prepare
-from dml_core.data.registry import get_spec
 from dml_core.published import find_row, load_published
 from dml_core.recipes import load_catalog, smoke_version
 from dml_core.recipes.components import component_problems
@@ -56,10 +54,8 @@ def test_every_reading_is_used_by_some_run_and_every_assumption_by_some_run():
 
 
 @pytest.fixture(scope="module")
-def embedded_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    prepare(get_spec("embedded"), root, progress=False)  # generated once for the module
-    return root
+def embedded_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 def _one_step(recipe, embedded_root) -> torch.Tensor:

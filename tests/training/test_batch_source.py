@@ -91,6 +91,7 @@ def test_a_run_looks_its_dataset_up_once_and_every_data_step_takes_the_spec(monk
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_runs_as_finished(tmp_path):
     data_root = tmp_path / "data"
     runs = {}

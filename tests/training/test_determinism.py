@@ -50,6 +50,7 @@ def _train_tiny(tmp_path, monkeypatch, **training) -> tuple:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_cpu_run_trains_deterministically_and_leaves_the_process_s_switches_as_it_found_them(
     tmp_path, monkeypatch, switches_kept
 ):
@@ -64,6 +65,7 @@ def test_a_cpu_run_trains_deterministically_and_leaves_the_process_s_switches_as
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_run_that_trades_determinism_for_speed_says_so_and_changes_its_hash(tmp_path, monkeypatch, switches_kept):
     torch.use_deterministic_algorithms(True, warn_only=True)
     before = _switches()

@@ -98,7 +98,7 @@ def test_a_gpu_job_binds_nccl_to_its_gpu_and_waits_for_rank_0s_metrics_in_a_cpu_
 
 
 @pytest.mark.slow
-def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, monkeypatch):
+def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, glyph_data_root, monkeypatch):
     """Tables name a run's device by ``environment.gpu``: the machine's first GPU was recorded for every run."""
     from dml_core import provenance
     from dml_core.recipes import load_recipe
@@ -109,5 +109,6 @@ def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, monkeypatch):
     machine = provenance.environment()
     monkeypatch.setattr(provenance, "environment", lambda: {**machine, "gpu": "Fake GPU"})  # what it says there
     path = recipe_file(tmp_path, TINY_RUN)
-    results = load_results(train(load_recipe(path), tmp_path / "run", data_root=tmp_path, device="cpu", progress=False))
+    path = train(load_recipe(path), tmp_path / "run", data_root=glyph_data_root, device="cpu", progress=False)
+    results = load_results(path)
     assert (results.environment["device"], results.environment["gpu"]) == ("cpu", None)

@@ -49,6 +49,7 @@ def _our_children(before: set) -> list:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
     tmp_path, loaders_and_worker_starts, monkeypatch
 ):

@@ -56,6 +56,7 @@ def test_the_checkpoint_state_round_trips_and_nothing_kept_writes_nothing(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("glyph_data_root")
 def test_a_tiny_run_writes_the_terms_of_its_picks_beside_its_results(tmp_path):
     path = _recipe_file(tmp_path, training__iterations=6, training__eval_every=2)
     results_path = train(load_recipe(path), tmp_path / "run", recipe_path=path, progress=False,

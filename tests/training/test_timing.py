@@ -62,6 +62,7 @@ def gpu(monkeypatch, tmp_path):
     return fake
 
 
+@pytest.mark.usefixtures("glyph_data_root")
 def test_queued_training_work_is_booked_as_training_time(gpu, tmp_path):
     from dml_core.training.clock import DeviceClock
 

@@ -1,13 +1,7 @@
-"""The training loop end to end on the embedded dataset (CPU): results file, kill/resume equality, NaN stop."""
+"""The training loop end to end on the embedded dataset (CPU): results file, resume and rerun rules, NaN stop."""
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -40,8 +34,8 @@ RECIPE = {
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
+def data_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 def _recipe_file(tmp_path, **changes):
@@ -83,40 +77,8 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
         train(faster, tmp_path / "run", data_root=data_root, progress=False)
 
 
-def _cli(args, data_root):
-    env = {**os.environ, "DML_DATA_ROOT": str(data_root), "PYTHONPATH": str(Path(__file__).parents[2])}
-    return [sys.executable, "-m", "dml_core.cli", "train", *args, "--no-progress"], env
-
-
-@pytest.mark.slow
-def test_a_run_killed_with_sigkill_resumes_to_the_same_final_metrics(tmp_path, data_root):
-    recipe = _recipe_file(tmp_path)
-    command, env = _cli([str(recipe), "--out", str(tmp_path / "reference")], data_root)
-    subprocess.run(command, env=env, check=True, capture_output=True)
-    reference = load_results(tmp_path / "reference" / "results.json")
-
-    command, env = _cli([str(recipe), "--out", str(tmp_path / "killed")], data_root)
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = tmp_path / "killed" / "checkpoint.pt"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        if checkpoint.exists() and load_checkpoint(checkpoint)["iteration"] >= 4:
-            break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    interrupted_at = load_checkpoint(checkpoint)["iteration"]
-    assert 1 <= interrupted_at < 6, "the run must be killed mid-way"
-
-    subprocess.run([*command, "--resume"], env=env, check=True, capture_output=True)
-    resumed = load_results(tmp_path / "killed" / "results.json")
-    assert resumed.timing.resumed_runs == 1
-    # Both starts' git states, with the iteration where each took over (a resume may run newer code).
-    assert [segment["from"] for segment in resumed.git["segments"]] == [0, interrupted_at]
-    assert resumed.git["commit"] == resumed.git["segments"][0]["commit"]
-    assert "segments" not in reference.git
-    assert [e.metrics for e in resumed.evaluations] == [e.metrics for e in reference.evaluations]
-    assert resumed.selection == reference.selection
+# A run killed with SIGKILL and resumed: tests/gpu_check/test_resume.py (the GPU check's resume part, on the CPU)
+# checks its parameters, evaluations, selection and git segments against the uninterrupted run's.
 
 
 @pytest.mark.slow

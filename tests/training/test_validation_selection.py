@@ -20,8 +20,8 @@ GLYPH_TRAIN_CLASSES = list(range(33, 127))  # every printable code point; the sm
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
+def data_root(tmp_path_factory, copy_glyph_sets):
+    return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
 def _parts(tmp_path, data_root, sampler=None, **data):
