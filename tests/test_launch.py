@@ -185,38 +185,23 @@ def test_local_jobs_train_report_a_failure_build_tables_then_skip(tmp_path, caps
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("glyph_data_root")
-def test_no_wait_returns_the_jobs_and_a_later_tables_run_picks_them_up(tmp_path, capsys, one_thread_jobs):
-    _paper(tmp_path)
-    started = time.monotonic()
-    paper = PaperRun(
-        PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
-        tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["ours-cub200"], progress=False,
-    )  # fmt: skip
-    report = launch_paper(paper, launcher="local", wait=False, resources=JobResources(timeout_min=10))
-    submitted_in = time.monotonic() - started
-    (job,) = report.jobs.values()
-    assert report.tables is None and not report.trained and submitted_in < 20
-    assert not job.done()  # still starting: a job imports torch and trains for seconds
-    assert f"ours-cub200 seed 0: submitted as local job {job.job_id}" in capsys.readouterr().out
-    assert job.exception() is None  # waits for the job: it trained
-    assert _results(tmp_path, "ours-cub200").is_file()
-    folders = ["--recipes", str(tmp_path / "reproduce"), "--results", str(tmp_path / "results")]
-    folders += ["--tables", str(tmp_path / "tables"), "--papers-dir", str(tmp_path / "papers")]
-    assert main(["tables", "--paper", PAPER_KEY, "--smoke", "--no-plots", *folders]) == 0
-    assert _table_rows(tmp_path) == {"ours-cub200": "0", "lifted-cub200": "—"}
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("glyph_data_root")
-def test_a_run_whose_earlier_job_still_runs_is_not_submitted_again(tmp_path, capsys, one_thread_jobs):
+def test_no_wait_returns_a_job_that_is_not_submitted_again_while_it_runs_and_is_picked_up_later(
+    tmp_path, capsys, one_thread_jobs
+):
     _paper(tmp_path)
     paper = PaperRun(
         PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
         tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["ours-cub200"], progress=False,
     )  # fmt: skip
     resources = JobResources(timeout_min=10)
+    started = time.monotonic()
     first = launch_paper(paper, launcher="local", wait=False, resources=resources)
+    submitted_in = time.monotonic() - started
     (job,) = first.jobs.values()
+    assert first.tables is None and not first.trained and submitted_in < 20
+    assert not job.done()  # still starting: a job imports torch and trains for seconds
+    assert f"ours-cub200 seed 0: submitted as local job {job.job_id}" in capsys.readouterr().out
+
     again = launch_paper(paper, launcher="local", wait=False, resources=resources)  # the job is still starting
     assert not again.jobs and again.running == {"ours-cub200 seed 0": job.job_id}
     assert f"ours-cub200 seed 0: still queued or running as local job {job.job_id}, not submitted again" in (
@@ -230,8 +215,12 @@ def test_a_run_whose_earlier_job_still_runs_is_not_submitted_again(tmp_path, cap
     assert json.loads((folder / "submissions.json").read_text()) == {
         "ours-cub200 seed 0": {"launcher": "local", "job_id": job.job_id}
     }
-    # Ended: the next call skips the finished run (no job asked about, none submitted).
+    # Ended: the next call skips the finished run (no job asked about, none submitted), and a tables run reads it.
     assert launch_paper(paper, launcher="local", wait=False, resources=resources).skipped == ["ours-cub200 seed 0"]
+    folders = ["--recipes", str(tmp_path / "reproduce"), "--results", str(tmp_path / "results")]
+    folders += ["--tables", str(tmp_path / "tables"), "--papers-dir", str(tmp_path / "papers")]
+    assert main(["tables", "--paper", PAPER_KEY, "--smoke", "--no-plots", *folders]) == 0
+    assert _table_rows(tmp_path) == {"ours-cub200": "0", "lifted-cub200": "—"}
 
 
 def test_a_damaged_submissions_record_is_refused_naming_it(tmp_path):

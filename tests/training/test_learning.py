@@ -240,10 +240,7 @@ def train_side_by_side(
         (key, variant): () if variant == REAL and key in full_length else short.get(key, ()) for key, variant in runs
     }
     runs = sorted(runs, key=lambda run: lengths[run] != ())  # the long runs first: the workers end together
-    jobs = [
-        TinyJob(key, variant, folder(key), data_root, length=lengths[key, variant], **configuration)
-        for key, variant in runs
-    ]
+    jobs = [TinyJob(*run, folder(run[0]), data_root, length=lengths[run], **configuration) for run in runs]
     outcomes = dict(run_side_by_side(train_tiny, jobs, workers=workers))
     failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
     if failure is not None:
