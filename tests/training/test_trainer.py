@@ -23,7 +23,7 @@ RECIPE = {
         "num_workers": 0,
         "transforms": {"resize": 40, "crop_size": 32, "train_crop": "random_crop"},
     },
-    "model": {"backbone": "bn_inception", "weights": "random", "embedding_dim": 16},
+    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
     "loss": {"name": "multi_similarity"},
     "sampler": {"name": "pk", "params": {"classes_per_batch": 4, "images_per_class": 2}},
     "optimizer": {"name": "adam", "lr": 1e-3},
