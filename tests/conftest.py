@@ -67,7 +67,8 @@ def copy_glyph_sets(generated_glyph_set) -> Callable[..., Path]:
     """``copy_glyph_sets(data_root, *names)``: ``data_root`` holding a copy of each named glyph set (default: the
     smoke set) as a run's first use generates it, index included; returns ``data_root``. A copy, not links: a test
     may write into its data root (caches, damaged files) without touching the others'. For tests whose subject is
-    not the generation (tests/data/sources/test_embedded.py and the data tests of first use generate their own)."""
+    not the generation (tests/data/sources/test_embedded.py, the concurrent preparation of tests/data/test_prepare.py
+    and the first-use generation of tests/data/test_loading.py generate their own)."""
 
     def copy(data_root: Path, *names: str) -> Path:
         for name in names or ("embedded",):

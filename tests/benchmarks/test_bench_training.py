@@ -19,8 +19,12 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path, glyph_data_roo
         sys.executable, "-m", "pytest", str(ROOT / "tests" / "benchmarks" / "bench_training.py"), "-q",
         "-o", "python_files=bench_*.py", "--benchmark-only", "-k", "damlrrm or write_report", "-p", "no:cacheprovider",
     ]  # fmt: skip
-    environment = {**os.environ, "DML_BENCH_OUT": str(tmp_path), "DML_BENCH_DATA_ROOT": str(glyph_data_root)}
-    environment["HF_HUB_OFFLINE"] = "1"
+    environment = {
+        **os.environ,
+        "DML_BENCH_OUT": str(tmp_path),
+        "DML_BENCH_DATA_ROOT": str(glyph_data_root),
+        "HF_HUB_OFFLINE": "1",
+    }
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:]
     report = json.loads((tmp_path / "training-cpu.json").read_text())

@@ -15,7 +15,6 @@ from dml_core.data.image_cache import (
     estimated_cache_bytes,
     load_cache,
 )
-from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.data.transforms import resize_step
 from dml_core.errors import InputError
@@ -65,13 +64,13 @@ def test_a_damaged_cache_record_is_refused_with_what_to_run(odd_sized_cub):
     assert cache_problem(cub, odd_sized_cub, "train", "squash", 40).startswith(str(folder / "meta.json"))
 
 
-def test_the_generated_datasets_cache_is_built_on_first_use(tmp_path):
+def test_the_generated_datasets_cache_is_built_on_first_use(tmp_path, copy_glyph_sets):
     glyphs = get_spec("embedded")
     assert not cache_dir(tmp_path, glyphs, "train", "squash", 24).exists()
     with pytest.raises(InputError, match="no image cache for embedded/train"):
         load_cache(glyphs, tmp_path, "train", "squash", 24)  # reading never writes
     assert list(tmp_path.iterdir()) == []
-    ensure_generated(glyphs, tmp_path)
+    copy_glyph_sets(tmp_path)  # the set as its first use generates it (tests/data/sources/test_embedded.py)
     ensure_generated_cache(glyphs, tmp_path, "train", "squash", 24)
     cache = load_cache(glyphs, tmp_path, "train", "squash", 24)
     assert cache_problem(glyphs, tmp_path, "train", "squash", 24) is None

@@ -109,6 +109,6 @@ def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, glyph_data_root, mo
     machine = provenance.environment()
     monkeypatch.setattr(provenance, "environment", lambda: {**machine, "gpu": "Fake GPU"})  # what it says there
     path = recipe_file(tmp_path, TINY_RUN)
-    path = train(load_recipe(path), tmp_path / "run", data_root=glyph_data_root, device="cpu", progress=False)
-    results = load_results(path)
+    results_path = train(load_recipe(path), tmp_path / "run", data_root=glyph_data_root, device="cpu", progress=False)
+    results = load_results(results_path)
     assert (results.environment["device"], results.environment["gpu"]) == ("cpu", None)

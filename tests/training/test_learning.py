@@ -229,16 +229,12 @@ def train_tiny(job: TinyJob) -> TinyRun:
 
 
 def train_side_by_side(
-    runs, data_root: Path, folder, workers: int, short_length=None, full_length=(), **configuration
+    runs, data_root: Path, folder, workers: int, length_of=lambda key, variant: None, **configuration
 ) -> dict[tuple[str, str], TinyRun]:
     """Train the ``(key, variant)`` tiny runs side by side in one-thread workers (the mini tier's runner), each in
-    ``folder(key)``: to ``short_length[key]`` where given, except the real runs of the papers in ``full_length``,
-    which train to ``TINY_LENGTH``; raise the first failure."""
+    ``folder(key)`` and to ``length_of(key, variant)`` (None: ``TINY_LENGTH``); raise the first failure."""
     ensure_generated(get_spec("embedded"), data_root)  # once, before the workers read it
-    short = {key: tuple(length.items()) for key, length in (short_length or {}).items()}
-    lengths = {
-        (key, variant): () if variant == REAL and key in full_length else short.get(key, ()) for key, variant in runs
-    }
+    lengths = {run: tuple((length_of(*run) or {}).items()) for run in runs}
     runs = sorted(runs, key=lambda run: lengths[run] != ())  # the long runs first: the workers end together
     jobs = [TinyJob(*run, folder(run[0]), data_root, length=lengths[run], **configuration) for run in runs]
     outcomes = dict(run_side_by_side(train_tiny, jobs, workers=workers))
@@ -306,15 +302,20 @@ def real_loss_falls(key: str) -> list[float]:
 @pytest.fixture(scope="module")
 def tiny_runs(request, tmp_path_factory, copy_glyph_sets) -> dict[tuple[str, str], TinyRun]:
     """The tiny runs the selected tests read (all fifteen, real and mutated, in the gate), trained side by side in
-    one-thread workers; all but the real runs of the papers with a loss-fall check stop at ``EXACT_CHECK_LENGTH``."""
+    one-thread workers, each to its ``gate_length``."""
     return train_side_by_side(
         selected_runs(request.session.items),
         copy_glyph_sets(tmp_path_factory.mktemp("data")),
         lambda key: tmp_path_factory.mktemp(f"{key}-run"),
         workers=available_cores(),
-        short_length=EXACT_CHECK_LENGTH,
-        full_length=set(LOSS_FALL),
+        length_of=gate_length,
     )
+
+
+def gate_length(key: str, variant: str) -> dict | None:
+    """How far the gate trains a tiny run: the full ``TINY_LENGTH`` (None) where a loss-fall check reads it, else
+    ``EXACT_CHECK_LENGTH``."""
+    return None if variant == REAL and key in LOSS_FALL else EXACT_CHECK_LENGTH[key]
 
 
 def selected_runs(items: list[pytest.Item]) -> list[tuple[str, str]]:
@@ -406,6 +407,12 @@ def test_no_r1_margin_would_have_three_spreads_of_headroom():
         room = min(real) - max(mutated)
         spreads = (max(real) - min(real)) + (max(mutated) - min(mutated))
         assert room < REQUIRED_HEADROOM * spreads, key
+
+
+def test_the_gate_trains_the_full_length_only_where_a_loss_fall_check_reads_the_run():
+    full = {(key, variant) for key in PAPERS for variant in (REAL, *MUTATIONS) if gate_length(key, variant) is None}
+    assert full == {(key, REAL) for key in LOSS_FALL}
+    assert gate_length("drml", REAL) == gate_length("drml", "trunk learning rate 0") == {"iterations": 10}
 
 
 def test_the_fixture_trains_only_the_runs_the_selected_tests_read():
