@@ -129,23 +129,41 @@ class _RankingDistances:
         return torch.addmm(self.gallery_sq[None, :], self.queries[start:stop], self.gallery.T, alpha=-2.0)
 
 
+def _order_by_distance_then_index(values: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """``indices`` reordered per row by the ranking rule: by ``values`` (their distances), equal ones by index."""
+    indices, by_index = torch.sort(indices, dim=1)
+    _, by_value = torch.sort(values.gather(1, by_index), dim=1, stable=True)
+    return indices.gather(1, by_value)
+
+
+def _top_k_past_a_tie(distances: torch.Tensor, kth_value: torch.Tensor, k: int) -> torch.Tensor:
+    """The k nearest of each row under the ranking rule, for rows whose k-th distance ``kth_value`` is shared
+    with further items: every item closer than it (fewer than k), then the smallest indices among the items at it.
+
+    One ``topk`` over a per-item priority (closer: -1, at the k-th distance: its index, farther: last), so a row costs
+    O(n), where a full stable sort of the row costs O(n log n) (a third of the rows of the GPU check's integer-valued
+    SOP-sized set are such rows).
+    """
+    n_cols = distances.shape[1]
+    cutoff = kth_value[:, None]
+    position = torch.arange(n_cols, device=distances.device).expand_as(distances)
+    priority = torch.where(distances == cutoff, position, n_cols).masked_fill(distances < cutoff, -1)
+    chosen = torch.topk(priority, k, dim=1, largest=False).indices
+    return _order_by_distance_then_index(distances.gather(1, chosen), chosen)
+
+
 def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
     """Indices of the k smallest distances per row under the ranking rule (distance, then index)."""
     n_cols = distances.shape[1]
     take = min(k + 1, n_cols)
     values, indices = torch.topk(distances, take, dim=1, largest=False, sorted=True)
-    # topk leaves the order of equal values unspecified: sort by index, then stably by distance.
-    indices, by_index = torch.sort(indices, dim=1)
-    values = values.gather(1, by_index)
-    values, by_value = torch.sort(values, dim=1, stable=True)
-    indices = indices.gather(1, by_value)
-    if take > k:
-        # If the (k+1)-th candidate ties the k-th, topk may have dropped a smaller-index twin:
-        # redo those (rare) rows with a full stable sort.
-        boundary = values[:, k] == values[:, k - 1] if k > 0 else torch.zeros_like(values[:, 0], dtype=bool)
-        rows = torch.nonzero(boundary).flatten()
+    # topk leaves the order of equal values unspecified.
+    indices = _order_by_distance_then_index(values, indices)
+    if take > k > 0:
+        # If the (k+1)-th candidate ties the k-th, topk may have dropped a smaller-index twin: redo those rows.
+        rows = torch.nonzero(values[:, k] == values[:, k - 1]).flatten()
         if len(rows):
-            indices[rows] = torch.sort(distances[rows], dim=1, stable=True).indices[:, :take]
+            indices[rows, :k] = _top_k_past_a_tie(distances[rows], values[rows, k - 1], k)
     return indices[:, :k]
 
 
