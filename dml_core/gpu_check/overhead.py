@@ -12,8 +12,9 @@ change at a time:
 - ``deterministic_off``: cuDNN's and cuBLAS's free algorithm choice (changes the numbers run to run);
 - ``fp32``: no autocast (no casts; fp32 kernels, TF32 as the run sets it);
 - ``contiguous``: NCHW tensors instead of channels_last;
-- ``cuda_graphs``: the model's forward and backward captured once (``torch.cuda.make_graphed_callables``) and
-  replayed every step: one launch for each instead of hundreds; the loss, optimiser and schedule stay eager.
+- ``cuda_graphs``: the model's forward and backward captured once and replayed every step, as the trainer does with
+  ``training.cuda_graphs`` (``training.cuda_graphs.GraphedForward``): one launch for each instead of hundreds; the
+  loss, optimiser and schedule stay eager.
 
 Each variant is timed alone, ``TIMED_STEPS`` after ``WARMUP_STEPS``, from the same weights; its figure is it/s and
 its ratio to ``recipe``. A variant that cannot run is reported with its error and does not fail the part (a CUDA
@@ -32,6 +33,7 @@ import torch
 
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.recipes import load_recipe
+from dml_core.training.cuda_graphs import GraphedForward
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -96,14 +98,48 @@ def _variant(name: str, parts, images: torch.Tensor, settings, device: torch.dev
         elif name == "cuda_graphs":
             if device.type != "cuda":
                 raise RuntimeError("CUDA graphs need a CUDA device")
-            if settings.channels_last:  # the layout train_step hands the model
-                images = images.contiguous(memory_format=torch.channels_last)
-            # Captured under the step's autocast; the cast cache must be off for a capture (torch's rule).
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=settings.bf16, cache_enabled=False):
-                graphed = torch.cuda.make_graphed_callables(parts.model, (images,))
-            yield graphed, images, settings
+            # the trainer's own graphed forward (it captures at the first step, one of the warm-up steps)
+            yield GraphedForward(parts.model, settings.bf16), images, settings.model_copy(update={"cuda_graphs": True})
         else:
             yield parts.model, images, settings
+
+
+@dataclasses.dataclass
+class OneBatchRun:
+    """A run built for timing its step on one batch already on the device, and its state at the start (model, loss,
+    optimiser, schedule), so that each variant starts from the same place."""
+
+    parts: object
+    images: torch.Tensor
+    labels: torch.Tensor
+    start: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def build(cls, recipe, context: CheckContext) -> OneBatchRun:
+        torch.manual_seed(0)
+        parts = build_run(recipe, context.data_root, context.device)
+        with closing(parts.batches.epoch(0, 0)) as batches:
+            images, positions = next(iter(batches))
+        parts.batches.close()
+        labels = torch.as_tensor(parts.dense_labels).to(context.device)[positions]
+        run = cls(parts, images, labels)
+        run.start = {name: copy.deepcopy(getattr(parts, name).state_dict()) for name in _STATEFUL}
+        return run
+
+    def restart(self) -> None:
+        """Back to the start: every state as built, the model in training mode, the random numbers reseeded."""
+        for name in _STATEFUL:
+            getattr(self.parts, name).load_state_dict(self.start[name])
+        self.parts.model.train()
+        torch.manual_seed(1)
+
+    def step(self, forward, loss_fn, settings, images: torch.Tensor | None = None) -> None:
+        """One training step on the batch (or on ``images``: the same batch in another layout)."""
+        parts, images = self.parts, self.images if images is None else images
+        train_step(forward, loss_fn, parts.optimizer, parts.scheduler, images, self.labels, settings)
+
+
+_STATEFUL = ("model", "loss", "optimizer", "scheduler")
 
 
 def measure_variants(
@@ -111,23 +147,15 @@ def measure_variants(
 ) -> dict:
     """Each variant's it/s (or its error) and ratio to ``recipe``, from one batch of the run's own batch source."""
     device = context.device
-    torch.manual_seed(0)
-    parts = build_run(recipe, context.data_root, device)
-    with closing(parts.batches.epoch(0, 0)) as batches:
-        images, positions = next(iter(batches))
-    parts.batches.close()
-    labels = torch.as_tensor(parts.dense_labels).to(device)[positions]
-    start = {"model": copy.deepcopy(parts.model.state_dict()), "optimizer": copy.deepcopy(parts.optimizer.state_dict())}
+    run = OneBatchRun.build(recipe, context)
     figures: dict[str, dict] = {}
     for name in variants:
-        parts.model.load_state_dict(start["model"])
-        parts.optimizer.load_state_dict(start["optimizer"])
-        parts.model.train()
+        run.restart()
         try:
-            with _variant(name, parts, images, recipe.training, device) as (forward, batch, settings):
+            with _variant(name, run.parts, run.images, recipe.training, device) as (forward, batch, settings):
 
                 def step(forward=forward, batch=batch, settings=settings):
-                    train_step(forward, mean_of_outputs, parts.optimizer, parts.scheduler, batch, labels, settings)
+                    run.step(forward, mean_of_outputs, settings, batch)
 
                 figures[name] = {"iterations_per_second": iterations_per_second(step, device, warmup, timed)}
         except Exception as error:  # a variant that cannot run is a figure, not the part's failure
@@ -136,7 +164,8 @@ def measure_variants(
     for figure in figures.values():
         if reference and "iterations_per_second" in figure:
             figure["ratio_to_recipe"] = figure["iterations_per_second"] / reference
-    return {"run": recipe.id, "batch": len(images), "warmup_steps": warmup, "timed_steps": timed, "variants": figures}
+    batch = len(run.images)
+    return {"run": recipe.id, "batch": batch, "warmup_steps": warmup, "timed_steps": timed, "variants": figures}
 
 
 def run_overhead(context: CheckContext) -> Outcome:

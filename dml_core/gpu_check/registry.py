@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dml_core.gpu_check.bench import run_bench
 from dml_core.gpu_check.evaluation import run_evaluation
+from dml_core.gpu_check.graphs import run_graphs
 from dml_core.gpu_check.mini import run_mini
 from dml_core.gpu_check.overhead import run_overhead
 from dml_core.gpu_check.parity import run_parity
@@ -33,6 +34,7 @@ _PARTS = {
         Part("smoke", "every paper's smoke tier on the GPU, PIL and cache pipelines, DataLoader workers on", run_smoke),
         Part("bench", "the training benchmark, every paper on its default pipeline (JSON kept)", run_bench),
         Part("overhead", "damlrrm's backbone bound with each host-side setting changed, CUDA graphs too", run_overhead),
+        Part("graphs", "training.cuda_graphs against eager: each paper's main recipe, numbers and speed", run_graphs),
         Part("mini", "one paper's mini tier (seed 0): gains and time", run_mini),
     )
 }

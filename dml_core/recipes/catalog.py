@@ -19,6 +19,15 @@ from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
 
 PAPERS = PAPER_KEYS  # one recipe folder per paper
+# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed); the training
+# benchmark times these, the GPU check's graphs part trains them.
+MAIN_RECIPES = {
+    "damlrrm": "ours-cub200",
+    "anml": "danml-cub200",
+    "gpw": "pair-e-cub200",
+    "drml": "drml-pa-cub200",
+    "cgml": "cgml-binomial-cub200",
+}
 # Every recipe folder: the papers' and the studies' (reproduce/fair/: the papers' methods under one protocol). The
 # catalog's default stays the papers: a study has no published rows to reproduce.
 RECIPE_FOLDERS = RECIPE_KEYS

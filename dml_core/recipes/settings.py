@@ -198,6 +198,9 @@ class TrainingSettings(StrictModel):
     bf16: bool = True
     channels_last: bool = True  # CUDA only
     compile: bool = False  # torch.compile the model
+    # CUDA only: capture the model's training forward and backward as CUDA graphs once, replay them every step
+    # (``training.cuda_graphs``: fewer host launches; meant to give eager's numbers, checked on a GPU)
+    cuda_graphs: bool = False
     sync_every: PositiveInt = 50  # CUDA: iterations between host reads of the non-finite-loss watch
     eval_batch_size: PositiveInt = 128
     grad_clip_norm: PositiveFloat | None = None  # clip the gradients' total norm before each step (None: no clipping)
@@ -208,6 +211,15 @@ class TrainingSettings(StrictModel):
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:
         return _with_one_length(self)
+
+    @model_validator(mode="after")
+    def _one_kind_of_graph(self) -> TrainingSettings:
+        if self.compile and self.cuda_graphs:
+            raise ValueError(
+                "training.compile and training.cuda_graphs: expected at most one of them (torch.compile captures "
+                "graphs of its own), found both"
+            )
+        return self
 
 
 class EvaluationSettings(StrictModel):
@@ -378,6 +390,7 @@ _HASHED_UNLESS_DEFAULT = {
     ("model", "measure_bn_batches"): 0,
     ("training", "evaluate_at_start"): False,
     ("training", "deterministic"): True,
+    ("training", "cuda_graphs"): False,
 }
 # Readings added after the runs they apply to were hashed, with the value that computes what those runs computed.
 _READINGS_HASHED_UNLESS_EARLIER = {

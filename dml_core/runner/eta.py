@@ -10,6 +10,15 @@ from dataclasses import dataclass, field
 from dml_core.tables.timing import readable_duration
 
 
+def counted(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless one (the nouns here take an s).
+
+    >>> counted(1, "run"), counted(3, "worker process"), counted(0, "run")
+    ('1 run', '3 worker processes', '0 runs')
+    """
+    return f"{number} {noun}{'' if number == 1 else ('es' if noun.endswith('s') else 's')}"
+
+
 def eta_text(seconds_per_run: Sequence[float], runs_left: int) -> str:
     """``ETA 8 min: 4 runs left at 2 min each so far`` (the mean of the runs timed so far; "" before any).
 
@@ -21,8 +30,10 @@ def eta_text(seconds_per_run: Sequence[float], runs_left: int) -> str:
     if not seconds_per_run or runs_left <= 0:
         return ""
     mean = sum(seconds_per_run) / len(seconds_per_run)
-    runs = f"{runs_left} run{'' if runs_left == 1 else 's'}"
-    return f"ETA {readable_duration(mean * runs_left)}: {runs} left at {readable_duration(mean)} each so far"
+    return (
+        f"ETA {readable_duration(mean * runs_left)}: {counted(runs_left, 'run')} left at {readable_duration(mean)} "
+        "each so far"
+    )
 
 
 def side_by_side_eta(elapsed: float, ended: int, runs: int, workers: int) -> str:
@@ -36,9 +47,7 @@ def side_by_side_eta(elapsed: float, ended: int, runs: int, workers: int) -> str
     if left <= 0:
         return ""
     per_round = elapsed / math.ceil(ended / workers)
-    return (
-        f" (ETA {readable_duration(per_round * math.ceil(left / workers))}: {left} run{'s' if left > 1 else ''} left)"
-    )
+    return f" (ETA {readable_duration(per_round * math.ceil(left / workers))}: {counted(left, 'run')} left)"
 
 
 @dataclass

@@ -36,7 +36,7 @@ from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
-from dml_core.runner.eta import RunClock, side_by_side_eta
+from dml_core.runner.eta import RunClock, counted, side_by_side_eta
 from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.preflight import missing_inputs, recipe_problems, results_of_other_recipes, unwritable_outputs
@@ -263,7 +263,8 @@ def _train_side_by_side(
     if not numbered:
         return
     workers = min(paper.workers or default_mini_workers(paper.device), len(numbered))
-    log(f"{paper.key}: {len(numbered)} runs side by side in {workers} worker process(es), one CPU thread each")
+    runs = counted(len(numbered), "run") + (" side by side" if len(numbered) > 1 else "")
+    log(f"{paper.key}: {runs} in {counted(workers, 'worker process')}, one CPU thread each")
     for number, plan in numbered:
         log(f"[{number}/{total}] {plan.name}: {_training_line(paper, plan)}")
     quiet = replace(paper, progress=False)  # bars of several workers would interleave

@@ -11,9 +11,10 @@ Several processes (torchrun, or a Slurm job via submitit): detected from the env
 the recipe's batch stays the global batch, only rank 0 writes checkpoints and results, and the results file
 records the world size.
 
-Speed (CUDA): bf16 autocast for the model (the loss runs in fp32), channels_last, optional torch.compile,
-pinned asynchronous copies or the prepared-data path (``data.pipeline: cache``), and no host synchronisation
-per iteration: non-finite losses are noticed on the device and read back every ``training.sync_every``.
+Speed (CUDA): bf16 autocast for the model (the loss runs in fp32), channels_last, optional torch.compile or
+CUDA graphs of the model's forward and backward (``training.cuda_graphs``), pinned asynchronous copies or the
+prepared-data path (``data.pipeline: cache``), and no host synchronisation per iteration: non-finite losses are
+noticed on the device and read back every ``training.sync_every``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dml_core.results import deep_results_payload, write_results
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.clock import DeviceClock
+from dml_core.training.cuda_graphs import check_cuda_graphs, training_forward, uses_cuda_graphs
 from dml_core.training.determinism import run_determinism
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
@@ -150,6 +152,7 @@ def _train(
             f"or choose another --out"
         )
 
+    check_cuda_graphs(recipe.id, recipe.training, device, process.world_size)
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     torch.manual_seed(recipe.training.seed)
     root = resolve_data_root(data_root, recipe.data.root)
@@ -180,6 +183,7 @@ def _train(
                 **run.parts.batches.pipeline.record(),  # which pipeline ran ("auto" chooses per device), and why
             },
             "determinism": determinism,
+            "cuda_graphs": uses_cuda_graphs(recipe.training, device),  # replayed, or eager (the CPU ignores it)
         },
         protocol=run.protocol,
         evaluations=run.evaluations,
@@ -352,9 +356,10 @@ class TrainingRun:
         while self.iteration < self.total:
             epoch, start = divmod(self.iteration, self.per_epoch)
             frozen = warmup.on_epoch_start(parts.model, epoch)
-            if frozen != frozen_before:  # DDP fixes its synchronised parameters when built: rebuild on a change
-                forward, frozen_before = parts.sharding.wrap(parts.model, self.device), frozen
-                forward = torch.compile(forward) if settings.compile else forward
+            # DDP fixes its synchronised parameters when built, a graph its trained ones: rebuild on a change
+            if frozen != frozen_before:
+                forward = training_forward(parts.sharding.wrap(parts.model, self.device), settings, self.device)
+                frozen_before = frozen
             parts.model.train()
             with closing(parts.batches.epoch(epoch, start)) as batches:
                 self._epoch(forward, batches, labels_on_device, bar)

@@ -41,6 +41,7 @@ import torch
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
 from dml_core.gpu_check.overhead import iterations_per_second, mean_of_outputs
+from dml_core.training.cuda_graphs import training_forward
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -144,16 +145,17 @@ def _measure(benchmark, recipe, parts, labels) -> dict:
     with the loader still running), the batch source torn down, model-only, backbone bound."""
     model, loss, optimizer, scheduler = parts.model, parts.loss, parts.optimizer, parts.scheduler
     model.train()
+    forward = training_forward(model, recipe.training, DEVICE)  # the trainer's (graphed with training.cuda_graphs)
 
     def step(batch, loss_fn=loss):
         images, positions = batch
-        train_step(model, loss_fn, optimizer, scheduler, images, labels[positions], recipe.training)
+        train_step(forward, loss_fn, optimizer, scheduler, images, labels[positions], recipe.training)
 
     def phased_step(phases: StepPhases):
         with phases.phase("data_wait"):
             batch = next(batches)
         images, positions = batch
-        train_step(*phases.wrap(model, loss, optimizer, scheduler), images, labels[positions], recipe.training)
+        train_step(*phases.wrap(forward, loss, optimizer, scheduler), images, labels[positions], recipe.training)
         return batch
 
     batches = _endless(parts.batches)

@@ -21,16 +21,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dml_core.recipes import load_recipe, smoke_version
+from dml_core.recipes.catalog import MAIN_RECIPES
 from dml_core.training import builders
 
-# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed).
-MAIN_RECIPES = {
-    "damlrrm": "ours-cub200",
-    "anml": "danml-cub200",
-    "gpw": "pair-e-cub200",
-    "drml": "drml-pa-cub200",
-    "cgml": "cgml-binomial-cub200",
-}
 SHAPES = ("paper", "smoke")
 SPLIT_CLASSES, IMAGES_PER_SPLIT_CLASS = 100, 60
 IMAGE_SIZE = 32  # the smallest the smoke versions use: the output's shape does not depend on it

@@ -111,7 +111,7 @@ def test_a_mini_reproduction_trains_evaluates_before_and_after_and_writes_its_pa
     side_by_side = _metrics(tmp_path / "results" / "mini" / PAPER_KEY, "ours-cub200")
     assert main([*args, "--rerun", "--workers", "1", "--only", "ours-cub200"]) == 0
     out = capsys.readouterr().out
-    assert "1 runs side by side in 1 worker process(es), one CPU thread each" in out and "1 trained, 0 skipped" in out
+    assert "1 run in 1 worker process, one CPU thread each" in out and "1 trained, 0 skipped" in out
     assert _metrics(tmp_path / "results" / "mini" / PAPER_KEY, "ours-cub200") == side_by_side
     assert {load_results(p).environment["cpu_threads"] for p in (tmp_path / "results").rglob("*.json")} == {1}
 

@@ -62,6 +62,7 @@ def test_a_cpu_run_trains_deterministically_and_leaves_the_process_s_switches_as
     assert _switches() == before
     assert results.environment["determinism"]["deterministic"] is True
     assert results.environment["determinism"]["deterministic_algorithms"] is True
+    assert results.environment["cuda_graphs"] is False  # recorded; a CPU run replays none
 
 
 @pytest.mark.slow

@@ -1,0 +1,63 @@
+"""The graphs part on the CPU, with a stand-in for the capture (the real one needs CUDA): each way starts from the same
+state, the comparison finds no drift where there is none, and the part fails on a graphed forward that computes
+something else or cannot be captured."""
+
+import functools
+
+import pytest
+import torch
+
+from dml_core.gpu_check.graphs import run_graphs
+from dml_core.gpu_check.overhead import bound_recipe
+from dml_core.gpu_check.part import CheckContext, PartFailed
+from dml_core.recipes import smoke_version
+from dml_core.training.cuda_graphs import GraphedForward
+
+RUNS = ("damlrrm/ours-cub200", "drml/drml-pa-cub200")  # a tensor output, a dataclass output
+
+
+def _eager_capture(module, images):
+    """The capture's effect on the model (warm-up passes in training mode), then eager replays."""
+    for _ in range(3):
+        module(images)
+    return module
+
+
+def _scaled_capture(module, images):
+    """A 'graph' that computes something else: every output a little larger."""
+    return lambda batch: tuple(output * 1.001 for output in module(batch))
+
+
+def _failing_capture(module, images):
+    raise RuntimeError("operation not permitted when stream is capturing")
+
+
+def _narrow_smoke_recipe(run: str):
+    recipe = smoke_version(bound_recipe(run))
+    return recipe.model_copy(update={"model": recipe.model.model_copy(update={"width": 0.125})})
+
+
+def _run(tmp_path, capture, runs=RUNS):
+    context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, log=lambda line: None)
+    graphed = functools.partial(GraphedForward, capture=capture)
+    return run_graphs(context, runs, _narrow_smoke_recipe, graphed=graphed, steps=2, warmup=1, timed=2)
+
+
+@pytest.mark.usefixtures("glyph_data_root")
+def test_a_faithful_graph_passes_with_no_drift_and_a_speed_figure(tmp_path):
+    outcome = _run(tmp_path, _eager_capture)
+    for run in RUNS:
+        figures = outcome.figures[run]
+        assert figures["eager_drift"] == 0.0 and figures["graphed_drift"] == 0.0, figures
+        assert figures["graphed_over_eager"] > 0
+    assert outcome.summary.startswith("graphed = eager")
+
+
+@pytest.mark.usefixtures("glyph_data_root")
+def test_a_graph_that_computes_otherwise_or_cannot_be_captured_fails_the_part(tmp_path):
+    with pytest.raises(PartFailed, match="damlrrm/ours-cub200, drml/drml-pa-cub200") as failed:
+        _run(tmp_path, _scaled_capture)
+    assert all(figures["graphed_drift"] > 0 for figures in failed.value.figures.values())
+    with pytest.raises(PartFailed) as failed:
+        _run(tmp_path, _failing_capture, RUNS[:1])
+    assert failed.value.figures["damlrrm/ours-cub200"]["error"].startswith("RuntimeError: operation not permitted")
