@@ -14,6 +14,7 @@ resized per sample (different box sizes), on the device.
 from __future__ import annotations
 
 import torch
+from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
 from dml_core.data.image_cache import ImageCache
@@ -23,36 +24,66 @@ from dml_core.input_spec import InputSpec
 from dml_core.recipes.settings import TransformSettings
 from dml_core.seeding import seeded_cpu_rng
 
+DRAW_FIELDS = ("position", "top", "left", "height", "width", "flip")
+
+
+class CropDraws(Dataset):
+    """Each image's crop box and flip, drawn from torch's global generator (``SeededDataset`` seeds it per sample):
+    item ``position`` -> int64 ``DRAW_FIELDS``. A dataset of its own so that a DataLoader worker can draw the next
+    batches while the training process trains (measured on the CPU: 8 ms of Python for 120 draws, the host time a
+    GPU step waits for when the draws are made beside it)."""
+
+    def __init__(self, heights: list[int], widths: list[int], sampler, hflip: bool) -> None:
+        self.heights, self.widths, self.sampler, self.hflip = heights, widths, sampler, hflip
+
+    def __len__(self) -> int:
+        return len(self.heights)
+
+    def __getitem__(self, position: int) -> torch.Tensor:
+        height, width = self.heights[position], self.widths[position]
+        try:
+            box = self.sampler.make_params([torch.empty(3, height, width, device="meta")])
+        except ValueError as error:  # an image smaller than the crop
+            raise InputError(f"image cache: {error}; use a larger resize or a smaller crop_size") from None
+        flip = bool(self.hflip and torch.rand(1) < 0.5)
+        row = [position, box["top"], box["left"], box["height"], box["width"], int(flip)]
+        return torch.tensor(row, dtype=torch.int64)
+
 
 class BatchAugmentation:
-    """``(positions, seeds) -> (B, 3, crop, crop)`` float tensors in the backbone's convention."""
+    """``(positions, seeds) -> (B, 3, crop, crop)`` float tensors in the backbone's convention: ``draws`` (each
+    image's box and flip, on the host), then ``apply`` (the pixels, on the cache's device)."""
 
     def __init__(self, cache: ImageCache, input_spec: InputSpec, config: TransformSettings) -> None:
         self.cache = cache
         self.config = config
         self.crop = config.crop_size or input_spec.input_size
         if config.train_crop == "random_resized_crop":
-            self.sampler = v2.RandomResizedCrop(self.crop, scale=config.rrc_scale, antialias=True)
+            sampler = v2.RandomResizedCrop(self.crop, scale=config.rrc_scale, antialias=True)
         else:
-            self.sampler = v2.RandomCrop(self.crop)
+            sampler = v2.RandomCrop(self.crop)
         self.to_input_spec = ToInputSpec(input_spec).to(cache.pixels.device)
         # Geometry on the host too: drawing boxes must not wait for the device.
-        self.heights = cache.heights.cpu().tolist()
-        self.widths = cache.widths.cpu().tolist()
+        self.draws = CropDraws(cache.heights.cpu().tolist(), cache.widths.cpu().tolist(), sampler, config.hflip)
         self.offsets = cache.offsets.cpu().tolist()
 
     def draw(self, heights: list[int], widths: list[int], seeds: list[int]) -> tuple[list[dict], list[bool]]:
         """Each sample's crop box and flip, from torchvision's samplers under the sample's seed."""
-        boxes, flips = [], []
-        for height, width, seed in zip(heights, widths, seeds, strict=True):
-            with seeded_cpu_rng(seed):
-                boxes.append(self.sampler.make_params([torch.empty(3, height, width, device="meta")]))
-                flips.append(bool(self.config.hflip and torch.rand(1) < 0.5))
-        return boxes, flips
+        draws = CropDraws(heights, widths, self.draws.sampler, self.draws.hflip)
+        rows = [self._drawn(draws, index, seed) for index, seed in enumerate(seeds)]
+        boxes = [
+            {"top": top, "left": left, "height": height, "width": width} for _, top, left, height, width, _ in rows
+        ]
+        return boxes, [bool(row[-1]) for row in rows]
+
+    @staticmethod
+    def _drawn(draws: CropDraws, position: int, seed: int) -> list[int]:
+        with seeded_cpu_rng(seed):
+            return draws[position].tolist()
 
     def _image(self, position: int) -> torch.Tensor:
         start = int(self.offsets[position])
-        height, width = self.heights[position], self.widths[position]
+        height, width = self.draws.heights[position], self.draws.widths[position]
         return self.cache.pixels[start : start + 3 * height * width].view(3, height, width)
 
     def _random_crops(self, positions: torch.Tensor, tops: torch.Tensor, lefts: torch.Tensor) -> torch.Tensor:
@@ -70,41 +101,38 @@ class BatchAugmentation:
         return self.cache.pixels[index]
 
     def __call__(self, positions: list[int], seeds: list[int]) -> torch.Tensor:
+        rows = torch.stack([torch.tensor(self._drawn(self.draws, p, s)) for p, s in zip(positions, seeds, strict=True)])
+        return self.apply(rows)
+
+    def apply(self, drawn: torch.Tensor, on_device: torch.Tensor | None = None) -> torch.Tensor:
+        """The batch of the host rows ``drawn`` (B x ``DRAW_FIELDS``); ``on_device``: the same rows already on the
+        cache's device (copied asynchronously by whoever pinned them), else copied here."""
         device = self.cache.pixels.device
-        try:
-            boxes, flips = self.draw([self.heights[p] for p in positions], [self.widths[p] for p in positions], seeds)
-        except ValueError as error:  # an image smaller than the crop
-            raise InputError(f"image cache: {error}; use a larger resize or a smaller crop_size") from None
         # positions, crop corners and flips: one small tensor to the device per batch, copied without waiting for it
-        tops, lefts = [box["top"] for box in boxes], [box["left"] for box in boxes]
-        keys = host_rows_to_device([positions, tops, lefts, flips], device)
+        keys = on_device if on_device is not None else host_rows_to_device(drawn, device)
+        position, top, left, flip = (keys[:, DRAW_FIELDS.index(name)] for name in ("position", "top", "left", "flip"))
         if self.config.train_crop == "random_resized_crop":
+            boxes = drawn.tolist()
             batch = torch.stack(
                 [
                     v2.functional.resized_crop(
-                        self._image(position),
-                        box["top"],
-                        box["left"],
-                        box["height"],
-                        box["width"],
-                        [self.crop, self.crop],
-                        antialias=True,
+                        self._image(row[0]), row[1], row[2], row[3], row[4], [self.crop, self.crop], antialias=True
                     )
-                    for position, box in zip(positions, boxes, strict=True)
+                    for row in boxes
                 ]
             )
         else:
-            batch = self._random_crops(keys[0], keys[1], keys[2])
-        if any(flips):
-            flip = keys[3].bool()[:, None, None, None]
-            batch = torch.where(flip, batch.flip(-1), batch)
+            batch = self._random_crops(position, top, left)
+        if bool(drawn[:, DRAW_FIELDS.index("flip")].any()):
+            batch = torch.where(flip.bool()[:, None, None, None], batch.flip(-1), batch)
         return self.to_input_spec(v2.functional.to_dtype(batch, torch.float32, scale=True))
 
 
-def host_rows_to_device(rows: list[list[int]], device: torch.device) -> torch.Tensor:
-    """Rows of small integers as one int64 tensor on ``device``. To a GPU through pinned memory, asynchronously:
-    ``torch.tensor(list, device="cuda")`` copies from pageable memory, which waits for the GPU's queued work."""
-    host = torch.tensor(rows, dtype=torch.int64)
+def host_rows_to_device(rows: list[list[int]] | torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Rows of small integers (lists, or an int64 host tensor) as one int64 tensor on ``device``. To a GPU through
+    pinned memory, asynchronously: ``torch.tensor(list, device="cuda")`` copies from pageable memory, which waits for
+    the GPU's queued work (a DataLoader's batches come pinned already)."""
+    host = rows if isinstance(rows, torch.Tensor) else torch.tensor(rows, dtype=torch.int64)
     if device.type != "cuda":
         return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
+    return (host if host.is_pinned() else host.pin_memory()).to(device, non_blocking=True)

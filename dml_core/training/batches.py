@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dml_core.data.batch_augment import BatchAugmentation, host_rows_to_device
+from dml_core.data.batch_augment import DRAW_FIELDS, BatchAugmentation, host_rows_to_device
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
 from dml_core.data.registry import DatasetSpec
@@ -20,6 +20,9 @@ from dml_core.data.validation_split import training_positions
 from dml_core.recipes.settings import Recipe
 from dml_core.training.loaders import kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
+
+# Drawing ~100 crop boxes takes a worker a few milliseconds a batch: one keeps ahead of any step.
+DRAW_WORKERS = 1
 
 
 class LoaderBatches:
@@ -39,7 +42,7 @@ class LoaderBatches:
         slots: list[int] | None = None,
         pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["pil"],
     ) -> None:
-        self.device, self.pipeline = device, pipeline
+        self.device, self.pipeline, self.num_workers = device, pipeline, num_workers
         self.batches = EpochSlice(sampler, 0, 0, seed, slots)
         self.loader = kept_loader(
             SeededDataset(train_set), batch_sampler=self.batches, num_workers=num_workers, device=device
@@ -56,7 +59,10 @@ class LoaderBatches:
 
 
 class CachedBatches:
-    """Crop, flip and normalise cached uint8 images in batch on the device; no decoding, no workers."""
+    """Crop, flip and normalise cached uint8 images in batch on the device, no decoding. Each batch's crop boxes
+    and flips (``CropDraws``) are drawn in a DataLoader worker where there is one (``num_workers``: at most
+    ``DRAW_WORKERS``), so the training process only receives them, pinned, and copies them without waiting; with
+    none, in this process. The same draws either way (each sample's seed)."""
 
     def __init__(
         self,
@@ -66,18 +72,27 @@ class CachedBatches:
         device: torch.device,
         slots: list[int] | None = None,
         pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["cache"],
+        num_workers: int = 0,
     ) -> None:
-        self.augmentation, self.sampler, self.seed, self.device, self.slots = augmentation, sampler, seed, device, slots
-        self.pipeline = pipeline
+        self.augmentation, self.device, self.pipeline = augmentation, device, pipeline
+        self.num_workers = min(num_workers, DRAW_WORKERS)
+        self.batches = EpochSlice(sampler, 0, 0, seed, slots)
+        self.loader = kept_loader(
+            SeededDataset(augmentation.draws),
+            batch_sampler=self.batches,
+            num_workers=self.num_workers,
+            device=device,
+        )
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for keys in EpochSlice(self.sampler, epoch, start, self.seed, self.slots):
-            positions = [position for position, _ in keys]
-            images = self.augmentation(positions, [seed for _, seed in keys])
-            yield images, host_rows_to_device([positions], self.device)[0]
+        self.batches.epoch, self.batches.start = epoch, start  # read when the loader's iteration begins
+        for drawn in self.loader:
+            keys = host_rows_to_device(drawn, self.device)
+            yield self.augmentation.apply(drawn, keys), keys[:, DRAW_FIELDS.index("position")]
 
     def close(self) -> None:
-        """Nothing to stop: no workers."""
+        """Stop the draw worker, if any (it goes with the loader's last reference)."""
+        self.loader = None
 
 
 def build_batch_source(
@@ -102,7 +117,8 @@ def build_batch_source(
     if recipe.data.validation is not None:  # the sampler's positions count the classes not held out only
         cache = _cache_rows(cache, training_positions(cache.labels, recipe.data.validation))
     augmentation = BatchAugmentation(cache.to(device), model.input_spec, config)
-    return CachedBatches(augmentation, sampler, recipe.training.seed, device, slots, choice)
+    workers = loader_workers(recipe.data.num_workers)
+    return CachedBatches(augmentation, sampler, recipe.training.seed, device, slots, choice, workers)
 
 
 def _cache_rows(cache: ImageCache, positions: np.ndarray) -> ImageCache:

@@ -45,7 +45,7 @@ from dml_core.training.cuda_graphs import check_cuda_graphs, training_forward, u
 from dml_core.training.determinism import run_determinism
 from dml_core.training.distributed import Process
 from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
-from dml_core.training.loaders import loader_workers, loading_record
+from dml_core.training.loaders import loading_record
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
@@ -179,7 +179,8 @@ def _train(
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "distributed": run.distributed_record(),
             "data_loading": {
-                **loading_record(recipe.data.num_workers, loader_workers(recipe.data.num_workers)),
+                # the training batches' workers (the cache pipeline draws crop boxes in at most one)
+                **loading_record(recipe.data.num_workers, run.parts.batches.num_workers),
                 **run.parts.batches.pipeline.record(),  # which pipeline ran ("auto" chooses per device), and why
             },
             "determinism": determinism,

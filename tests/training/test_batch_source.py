@@ -14,6 +14,7 @@ from dml_core.results import load_results
 from dml_core.training import builders, train
 from dml_core.training.batches import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
+from dml_core.training.seeded_batches import EpochSlice
 from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
@@ -70,6 +71,41 @@ def test_the_batch_source_is_the_chosen_pipeline_and_says_which(tmp_path, odd_si
     images, _ = next(iter(cached.epoch(0, 0)))
     assert images.shape == (4, 3, 32, 32)
     assert isinstance(source(), LoaderBatches)  # auto on the CPU: the PIL path, cache or not
+
+
+def test_cache_batches_drawn_in_a_worker_are_those_drawn_here_and_those_of_the_augmentation_itself(
+    tmp_path, odd_sized_cub
+):
+    """The crop boxes and flips of each batch come from a DataLoader worker where the run has workers (the training
+    process then only receives them); the batches are the same, epoch by epoch and from a resumed batch on."""
+    cub = get_spec("cub200")
+    build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
+    recipe = _cub_recipe(tmp_path, odd_sized_cub, pipeline="cache")
+    model = builders.build_model(recipe)
+    _, labels, _, _ = builders.build_datasets(recipe, cub, model, odd_sized_cub)
+    cpu = torch.device("cpu")
+
+    def batches(workers: int) -> list:
+        recipe_with = recipe.model_copy(update={"data": recipe.data.model_copy(update={"num_workers": workers})})
+        source = build_batch_source(
+            recipe_with, cub, model, None, builders.build_sampler(recipe_with, labels), odd_sized_cub, cpu
+        )
+        assert source.num_workers == workers
+        try:
+            return [(epoch, images, positions) for epoch, start in ((0, 0), (1, 1)) for images, positions in
+                    source.epoch(epoch, start)]  # fmt: skip
+        finally:
+            source.close()
+
+    here, in_worker = batches(0), batches(1)
+    assert len(here) == len(in_worker) > 2
+    sampler = builders.build_sampler(recipe, labels)
+    augmentation = build_batch_source(recipe, cub, model, None, sampler, odd_sized_cub, cpu).augmentation
+    keys = [key for epoch, start in ((0, 0), (1, 1)) for key in EpochSlice(sampler, epoch, start, recipe.training.seed)]
+    for (_, images, positions), (_, other, other_positions), batch_keys in zip(here, in_worker, keys, strict=True):
+        assert torch.equal(images, other) and torch.equal(positions, other_positions)
+        own = augmentation([position for position, _ in batch_keys], [seed for _, seed in batch_keys])
+        assert torch.equal(images, own) and positions.tolist() == [position for position, _ in batch_keys]
 
 
 def test_a_run_looks_its_dataset_up_once_and_every_data_step_takes_the_spec(monkeypatch, tmp_path, odd_sized_cub):
