@@ -172,20 +172,7 @@ def _train(
         weights_id=run.parts.model.weights_id,
         index_hashes=dataset_index_hashes(root / recipe.data.dataset),  # which images it trained and tested on
         git=provenance.git_record(run.git_segments),
-        environment={
-            **provenance.environment(),
-            "device": str(device),
-            # the run's GPU (not the machine's first), none for a CPU run on a GPU machine: tables name the device by it
-            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-            "distributed": run.distributed_record(),
-            "data_loading": {
-                # the training batches' workers (the cache pipeline draws crop boxes in at most one)
-                **loading_record(recipe.data.num_workers, run.parts.batches.num_workers),
-                **run.parts.batches.pipeline.record(),  # which pipeline ran ("auto" chooses per device), and why
-            },
-            "determinism": determinism,
-            "cuda_graphs": uses_cuda_graphs(recipe.training, device),  # replayed, or eager (the CPU ignores it)
-        },
+        environment=_run_environment(run, determinism),
         protocol=run.protocol,
         evaluations=run.evaluations,
         timing=run.timing,
@@ -201,6 +188,25 @@ def _train(
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path
+
+
+def _run_environment(run: TrainingRun, determinism: dict) -> dict:
+    """Where and how the run trained, for its results file."""
+    recipe, device = run.recipe, run.device
+    return {
+        **provenance.environment(),
+        "device": str(device),
+        # the run's GPU (not the machine's first), none for a CPU run on a GPU machine: tables name the device by it
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "distributed": run.distributed_record(),
+        "data_loading": {
+            # the training batches' workers (the cache pipeline draws crop boxes in at most one)
+            **loading_record(recipe.data.num_workers, run.parts.batches.num_workers),
+            **run.parts.batches.pipeline.record(),  # which pipeline ran ("auto" chooses per device), and why
+        },
+        "determinism": determinism,
+        "cuda_graphs": uses_cuda_graphs(recipe.training, device),  # replayed, or eager (the CPU ignores it)
+    }
 
 
 class TrainingRun:
