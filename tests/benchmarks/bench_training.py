@@ -22,7 +22,9 @@ DML_BENCH_PIPELINES=default measures each recipe on the pipeline ``data.pipeline
 (the GPU check's choice: on an H200 each (paper, pipeline) took 43-64 s with 120 timed steps per figure, too long
 for both pipelines inside one device call).
 The steps run under the run's determinism settings, as the trainer's do.
-Writes tables/benchmarks/training-<device>.json.
+DML_BENCH_SET="training.cuda_graphs=true" (settings separated by spaces, as ``--set`` takes them) measures every
+recipe with those settings; the report lists them and its file name carries them.
+Writes tables/benchmarks/training-<device>.json (training-<device>_<setting>.json with DML_BENCH_SET).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ PHASE_STEPS = 10 if ON_CUDA else 3  # end-to-end steps whose time is split into 
 # augmented on the device (the fast path the targets are for). Both are measured, each next to its own bounds.
 PIPELINES = ("pil", "cache")
 REPORT: dict[str, dict] = {}
+SETTINGS = tuple(os.environ.get("DML_BENCH_SET", "").split())
+
+
+def report_name(device: str, settings: tuple[str, ...] = SETTINGS) -> str:
+    """The report's file name: ``training-cuda.json``, or with settings ``training-cuda_training.cuda_graphs-true.json``
+    (letters, digits, dots, dashes and underscores only: the name travels back from a lent machine as it is)."""
+    return f"training-{device}" + "".join(f"_{setting.replace('=', '-')}" for setting in settings) + ".json"
 
 
 def default_pipeline(paper: str) -> str:
@@ -86,7 +95,7 @@ def _sync() -> None:
 
 
 def _recipe(paper: str, pipeline: str):
-    recipe = main_recipe(paper, "paper" if ON_CUDA else "smoke", [f"data.pipeline={pipeline}"])
+    recipe = main_recipe(paper, "paper" if ON_CUDA else "smoke", [f"data.pipeline={pipeline}", *SETTINGS])
     if ON_CUDA and "DML_BENCH_DATA_ROOT" not in os.environ:
         recipe = recipe.model_copy(update={"data": recipe.data.model_copy(update={"dataset": "embedded"})})
     if not ON_CUDA:  # the smoke version loads in-process; the pil pipeline is measured with its workers all the same
@@ -200,6 +209,7 @@ def test_zz_write_report(benchmark):
         "torch": torch.__version__,
         "environment": {**provenance.environment(), "git": provenance.git_state()},
         "pipelines_measured": os.environ.get("DML_BENCH_PIPELINES", "both"),
+        "settings": list(SETTINGS),  # DML_BENCH_SET: what every measured recipe was set to beyond itself
         "warmup_iterations": WARMUP,
         "measured_iterations": MEASURED_ITERATIONS,
         "figures": {
@@ -219,8 +229,7 @@ def test_zz_write_report(benchmark):
         },
         "papers": REPORT,
     }
-    name = "cuda" if ON_CUDA else "cpu"
-    atomic_write_json(OUT / f"training-{name}.json", report)
+    atomic_write_json(OUT / report_name("cuda" if ON_CUDA else "cpu"), report)
     print("\n" + json.dumps(report, indent=2))
     if ON_CUDA:  # the targets are for a GPU; the CPU's reduced mode only checks that the benchmark runs
         assert not (missed := missed_targets(REPORT)), f"ratios under their targets: {missed}"

@@ -23,11 +23,13 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path, glyph_data_roo
         **os.environ,
         "DML_BENCH_OUT": str(tmp_path),
         "DML_BENCH_DATA_ROOT": str(glyph_data_root),
+        "DML_BENCH_SET": "training.cuda_graphs=true",  # taken by every recipe (a CPU run replays no graph)
         "HF_HUB_OFFLINE": "1",
     }
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:]
-    report = json.loads((tmp_path / "training-cpu.json").read_text())
+    report = json.loads((tmp_path / "training-cpu_training.cuda_graphs-true.json").read_text())
+    assert report["settings"] == ["training.cuda_graphs=true"]
     damlrrm = report["papers"]["damlrrm"]
     assert set(damlrrm["pipelines"]) == {"pil", "cache"}
     for numbers in damlrrm["pipelines"].values():
@@ -73,3 +75,10 @@ def test_each_paper_is_measured_on_the_pipeline_auto_gives_it_on_cuda_or_on_both
     assert len(measured_pairs("both")) == 2 * len(MAIN_RECIPES)
     with pytest.raises(ValueError, match="DML_BENCH_PIPELINES: expected 'both' or 'default', found 'all'"):
         measured_pairs("all")
+
+
+def test_the_report_s_name_carries_the_settings_it_was_measured_under():
+    from tests.benchmarks.bench_training import report_name
+
+    assert report_name("cuda", ()) == "training-cuda.json"
+    assert report_name("cuda", ("training.cuda_graphs=true",)) == "training-cuda_training.cuda_graphs-true.json"
