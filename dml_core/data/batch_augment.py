@@ -70,16 +70,16 @@ class BatchAugmentation:
     def draw(self, heights: list[int], widths: list[int], seeds: list[int]) -> tuple[list[dict], list[bool]]:
         """Each sample's crop box and flip, from torchvision's samplers under the sample's seed."""
         draws = CropDraws(heights, widths, self.draws.sampler, self.draws.hflip)
-        rows = [self._drawn(draws, index, seed) for index, seed in enumerate(seeds)]
+        rows = [self._drawn(draws, index, seed).tolist() for index, seed in enumerate(seeds)]
         boxes = [
             {"top": top, "left": left, "height": height, "width": width} for _, top, left, height, width, _ in rows
         ]
         return boxes, [bool(row[-1]) for row in rows]
 
     @staticmethod
-    def _drawn(draws: CropDraws, position: int, seed: int) -> list[int]:
+    def _drawn(draws: CropDraws, position: int, seed: int) -> torch.Tensor:
         with seeded_cpu_rng(seed):
-            return draws[position].tolist()
+            return draws[position]
 
     def _image(self, position: int) -> torch.Tensor:
         start = int(self.offsets[position])
@@ -101,7 +101,7 @@ class BatchAugmentation:
         return self.cache.pixels[index]
 
     def __call__(self, positions: list[int], seeds: list[int]) -> torch.Tensor:
-        rows = torch.stack([torch.tensor(self._drawn(self.draws, p, s)) for p, s in zip(positions, seeds, strict=True)])
+        rows = torch.stack([self._drawn(self.draws, p, s) for p, s in zip(positions, seeds, strict=True)])
         return self.apply(rows)
 
     def apply(self, drawn: torch.Tensor, on_device: torch.Tensor | None = None) -> torch.Tensor:

@@ -25,12 +25,38 @@ from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 DRAW_WORKERS = 1
 
 
-class LoaderBatches:
-    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous).
+class _KeptLoaderBatches:
+    """One DataLoader over ``SeededDataset(dataset)`` for the whole run (``loaders.kept_loader``): its workers start
+    once and serve every epoch, the epoch and start batch read from ``EpochSlice`` when each epoch begins (one epoch
+    at a time: starting one ends the iteration of the one before); ``close`` lets them go."""
 
-    One loader for the whole run (``loaders.kept_loader``): its workers start once and serve every epoch, the
-    epoch and start batch read from ``EpochSlice`` when each epoch begins (one epoch at a time: starting one ends
-    the iteration of the one before); ``close`` lets them go."""
+    def __init__(
+        self,
+        dataset,
+        sampler,
+        seed: int,
+        num_workers: int,
+        device: torch.device,
+        slots: list[int] | None,
+        pipeline: PipelineChoice,
+    ) -> None:
+        self.device, self.pipeline, self.num_workers = device, pipeline, num_workers
+        self.batches = EpochSlice(sampler, 0, 0, seed, slots)
+        self.loader = kept_loader(
+            SeededDataset(dataset), batch_sampler=self.batches, num_workers=num_workers, device=device
+        )
+
+    def _loaded(self, epoch: int, start: int) -> Iterator:
+        self.batches.epoch, self.batches.start = epoch, start  # read when the loader's iteration begins
+        yield from self.loader
+
+    def close(self) -> None:
+        """Stop the workers, if any (they go with the loader's last reference)."""
+        self.loader = None
+
+
+class LoaderBatches(_KeptLoaderBatches):
+    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous)."""
 
     def __init__(
         self,
@@ -42,23 +68,14 @@ class LoaderBatches:
         slots: list[int] | None = None,
         pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["pil"],
     ) -> None:
-        self.device, self.pipeline, self.num_workers = device, pipeline, num_workers
-        self.batches = EpochSlice(sampler, 0, 0, seed, slots)
-        self.loader = kept_loader(
-            SeededDataset(train_set), batch_sampler=self.batches, num_workers=num_workers, device=device
-        )
+        super().__init__(train_set, sampler, seed, num_workers, device, slots, pipeline)
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        self.batches.epoch, self.batches.start = epoch, start  # read when the loader's iteration begins
-        for images, _, positions in self.loader:
+        for images, _, positions in self._loaded(epoch, start):
             yield images.to(self.device, non_blocking=True), positions.to(self.device, non_blocking=True)
 
-    def close(self) -> None:
-        """Stop the workers (they go with the loader's last reference)."""
-        self.loader = None
 
-
-class CachedBatches:
+class CachedBatches(_KeptLoaderBatches):
     """Crop, flip and normalise cached uint8 images in batch on the device, no decoding. Each batch's crop boxes
     and flips (``CropDraws``) are drawn in a DataLoader worker where there is one (``num_workers``: at most
     ``DRAW_WORKERS``), so the training process only receives them, pinned, and copies them without waiting; with
@@ -74,25 +91,13 @@ class CachedBatches:
         pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["cache"],
         num_workers: int = 0,
     ) -> None:
-        self.augmentation, self.device, self.pipeline = augmentation, device, pipeline
-        self.num_workers = min(num_workers, DRAW_WORKERS)
-        self.batches = EpochSlice(sampler, 0, 0, seed, slots)
-        self.loader = kept_loader(
-            SeededDataset(augmentation.draws),
-            batch_sampler=self.batches,
-            num_workers=self.num_workers,
-            device=device,
-        )
+        self.augmentation = augmentation
+        super().__init__(augmentation.draws, sampler, seed, min(num_workers, DRAW_WORKERS), device, slots, pipeline)
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        self.batches.epoch, self.batches.start = epoch, start  # read when the loader's iteration begins
-        for drawn in self.loader:
+        for drawn in self._loaded(epoch, start):
             keys = host_rows_to_device(drawn, self.device)
             yield self.augmentation.apply(drawn, keys), keys[:, DRAW_FIELDS.index("position")]
-
-    def close(self) -> None:
-        """Stop the draw worker, if any (it goes with the loader's last reference)."""
-        self.loader = None
 
 
 def build_batch_source(
