@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parent
 CONSTRAINTS = ROOT / "constraints.txt"
 VENV = Path(os.environ.get("DML_VENV", ROOT / ".nox" / "shared"))
 TEST_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+# The gate's tests spread over one pytest-xdist worker per core (its ``-n`` after ``--`` overrides it; ``-n 0``: one
+# process): most tests hold one core, so on CI's two this halves the gate. tests/conftest.py shares the threads.
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+PARALLEL = ("-n", str(CORES), "--dist", "loadfile")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["tests"]
@@ -63,7 +67,7 @@ def environment(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test gate (CI runs this): unit, parity and end-to-end tests on the CPU."""
     python = shared_python(session)
-    session.run(python, "-m", "pytest", *session.posargs, env=TEST_ENV)
+    session.run(python, "-m", "pytest", *PARALLEL, *session.posargs, env=TEST_ENV)
 
 
 @nox.session

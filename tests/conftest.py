@@ -1,4 +1,5 @@
-"""Test-wide settings: offline hub, deterministic CPU torch, two threads (the CI machine's cores); a tiny CUB for the
+"""Test-wide settings: offline hub, deterministic CPU torch, the cores shared among the gate's parallel workers (at
+most two threads each, CI's cores), a module's shared fixtures built on one worker; a tiny CUB for the
 tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation); the embedded glyph
 sets generated once per session, copied into the data roots of the tests that train on them."""
 
@@ -12,14 +13,39 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 import torch
 
+from dml_core.cpu_cores import available_cores
 from dml_core.data.prepare import ensure_generated, prepare
 from dml_core.data.registry import get_spec
 from tests.data.layouts import make_cub, shrink_spec, write_jpeg
 
-# Two threads (CI's cores) unless OMP_NUM_THREADS says otherwise: on a shared, loaded machine one thread
-# avoids OpenMP oversubscription, which slows conv layers by 10x.
-torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1)))
+
+def threads_per_worker(cores: int, workers: int) -> int:
+    """Torch's threads in a test process where OMP_NUM_THREADS does not say: the cores shared among the
+    pytest-xdist workers (the gate runs one per core), at most two (CI's cores). More threads than cores is OpenMP
+    oversubscription, which slows conv layers by 10x."""
+    return max(1, min(2, cores // workers))
+
+
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # a worker of the parallel gate: so are the processes its tests start
+    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(available_cores(), workers)))
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or threads_per_worker(available_cores(), 1))
 torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a worker of the parallel gate (pytest-xdist, ``--dist loadfile``: a file's tests, and its shared fixtures,
+    on one worker), the files holding slow tests first: the long multi-process tests overlap each other at the
+    start, and the short ones fill both cores to the end instead of one long test running alone last."""
+    if hasattr(config, "workerinput"):
+        items[:] = slow_files_first(items)
+
+
+def slow_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the files that hold a ``slow`` test first, each file's tests and the files otherwise in
+    their order."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    return sorted(items, key=lambda item: item.path not in slow_files)  # stable
 
 
 @pytest.fixture(autouse=True)
