@@ -22,10 +22,20 @@ ROOT = Path(__file__).resolve().parent
 CONSTRAINTS = ROOT / "constraints.txt"
 VENV = Path(os.environ.get("DML_VENV", ROOT / ".nox" / "shared"))
 TEST_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+
+
+def _standard_library_module(name: str):
+    """dml_core/<name>.py, read by path: nox runs before the environment (and so before dml_core's dependencies)
+    exists, and the modules read so need only the standard library to load."""
+    spec = importlib.util.spec_from_file_location(f"dml_{name}", ROOT / "dml_core" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # The gate's tests spread over one pytest-xdist worker per core (its ``-n`` after ``--`` overrides it; ``-n 0``: one
 # process): most tests hold one core, so on CI's two this halves the gate. tests/conftest.py shares the threads.
-CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-PARALLEL = ("-n", str(CORES), "--dist", "loadfile")
+PARALLEL = ("-n", str(_standard_library_module("cpu_cores").available_cores()), "--dist", "loadfile")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["tests"]
@@ -108,16 +118,7 @@ def gpu_check(session: nox.Session) -> None:
 # Thin wrappers: the logic is in dml_core.runner and dml_core.tables (`dml reproduce`, `dml tables`).
 
 
-def _vocabulary():
-    """dml_core/vocabulary.py, read by path: nox runs before the environment (and so before dml_core's
-    dependencies) exists, and that module needs only the standard library."""
-    spec = importlib.util.spec_from_file_location("dml_vocabulary", ROOT / "dml_core" / "vocabulary.py")
-    vocabulary = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vocabulary)
-    return vocabulary
-
-
-_VOCABULARY = _vocabulary()
+_VOCABULARY = _standard_library_module("vocabulary")
 PAPERS = _VOCABULARY.PAPER_KEYS
 STUDIES = _VOCABULARY.STUDY_KEYS  # recipe folders that are not a paper's: reproduce/fair/
 

@@ -1,5 +1,5 @@
 """Test-wide settings: offline hub, deterministic CPU torch, the cores shared among the gate's parallel workers (at
-most two threads each, CI's cores), a module's shared fixtures built on one worker; a tiny CUB for the
+most two threads each, CI's cores), the files with slow tests first in each worker; a tiny CUB for the
 tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation); the embedded glyph
 sets generated once per session, copied into the data roots of the tests that train on them."""
 
@@ -26,10 +26,10 @@ def threads_per_worker(cores: int, workers: int) -> int:
     return max(1, min(2, cores // workers))
 
 
+_THREADS = threads_per_worker(available_cores(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # a worker of the parallel gate: so are the processes its tests start
-    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(available_cores(), workers)))
-torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or threads_per_worker(available_cores(), 1))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_THREADS))
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or _THREADS)
 torch.use_deterministic_algorithms(True, warn_only=True)
 
 
