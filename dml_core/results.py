@@ -105,6 +105,16 @@ class QueryTermsRecord(StrictModel):
     iterations: list[int] = Field(min_length=1)
 
 
+class HostLoadRecord(StrictModel):
+    """The host's 1-minute load average while the run trained (``dml_core.host_load``): its CPUs and the samples'
+    count, mean and maximum."""
+
+    cpus: int = Field(ge=1)
+    samples: int = Field(ge=1)
+    mean: float = Field(ge=0)
+    max: float = Field(ge=0)
+
+
 class TimingRecord(StrictModel):
     iterations: int
     train_seconds: float  # wall time in the training loop, evaluations excluded
@@ -113,6 +123,7 @@ class TimingRecord(StrictModel):
     iterations_per_second: float
     evaluation_seconds: float
     resumed_runs: int  # how many times the run was resumed; timing covers every segment
+    host_load: HostLoadRecord | None = None  # None: files written before it was recorded, or no load average
 
 
 class ResultsFile(TierRecorded):
@@ -385,7 +396,7 @@ def deep_results_payload(
     environment: dict[str, Any],
     protocol: dict[str, Any],
     evaluations: list[dict],
-    timing: dict[str, float],
+    timing: dict[str, Any],
     total: int,
     resumed_runs: int,
     world_size: int,

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.host_load import shared_host_note
 from dml_core.output_paths import results_folder, tables_markdown
 from dml_core.recipes.mini import MiniComparison, load_mini_comparison, mini_file
-from dml_core.results import ResultsFile, load_results
+from dml_core.results import HostLoadRecord, ResultsFile, load_results
 from dml_core.tier import Tier
 
 # R@1 points (mean over seeds) a run must gain over its untrained evaluation to count as learning.
@@ -68,6 +69,7 @@ class MiniRow:
     iterations: int
     train_seconds: tuple[float, ...]
     start: str = "random"  # the backbone's start: "random" (the tier's) or "glyph-pretrained" (a diagnostic)
+    host_loads: tuple[HostLoadRecord | None, ...] = ()  # per seed; None: not recorded
 
     @property
     def gain(self) -> float:
@@ -174,10 +176,22 @@ def summarize_runs(results: Sequence[ResultsFile]) -> list[MiniRow]:
                 image_size=transforms.get("crop_size"),
                 iterations=items[0].timing.iterations,
                 train_seconds=tuple(item.timing.train_seconds for item in items),
+                host_loads=tuple(item.timing.host_load for item in items),
                 start=_start(items[0]),
             )
         )
     return rows
+
+
+def train_time(seconds: Sequence[float], host_loads: Sequence[HostLoadRecord | None]) -> str:
+    """The mean train time a seed, flagged where a seed's host was shared with other work (its time is then not
+    the recipe's alone).
+
+    >>> loaded = HostLoadRecord(cpus=2, samples=3, mean=5.1, max=6.0)
+    >>> train_time((200.0, 400.0), (None, loaded))
+    '300 s ⚠ host shared (load 5.1 on 2 CPUs)'
+    """
+    return f"{statistics.fmean(seconds):.0f} s {shared_host_note(host_loads)}".rstrip()
 
 
 def _start(results: ResultsFile) -> str:
@@ -235,7 +249,7 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
                 f"| {image} | {row.iterations} | {', '.join(map(str, row.seeds))} "
                 f"| {mean_std(row.untrained_r1)} | {mean_std(row.trained_r1)} | {row.gain:+.1f}{flag} "
                 f"| {mean_std(row.untrained_nmi)} | {mean_std(row.trained_nmi)} "
-                f"| {statistics.fmean(row.train_seconds):.0f} s |"
+                f"| {train_time(row.train_seconds, row.host_loads)} |"
             )
         lines.append("")
     if comparison is not None:

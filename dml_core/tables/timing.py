@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
+from dml_core.host_load import shared_host_note
 from dml_core.published import PublishedPaper, PublishedTable
 from dml_core.results import ResultsFile
 from dml_core.tables.join import NOT_RUN, LoadedResults, run_variant
@@ -59,6 +60,14 @@ def _device(results: ResultsFile) -> str:
     return results.environment.get("gpu") or results.environment.get("device") or "unknown"
 
 
+def _devices(runs: list[ResultsFile]) -> str:
+    """The runs' devices, flagged where a run's host was shared with other work (its time is not the recipe's)."""
+    if not runs:
+        return NOT_RUN
+    devices = ", ".join(sorted({_device(r) for r in runs}))
+    return f"{devices} {shared_host_note(r.timing.host_load for r in runs)}".rstrip()
+
+
 def _schedule(runs: list[ResultsFile], schedules: Mapping[str, int | None], recipe: str) -> float:
     planned = schedules.get(recipe)
     if planned:
@@ -99,7 +108,7 @@ def timing_frame(
                 "recipe": recipe,
                 "variant": variant,
                 "dataset": runs[0].dataset if runs else "",
-                "device": ", ".join(sorted({_device(r) for r in runs})) if runs else NOT_RUN,
+                "device": _devices(runs),
                 "seeds": ",".join(str(s) for s in sorted(r.seed for r in runs)),
                 "iterations": mean([r.timing.iterations for r in runs]),
                 "iterations_per_second": mean([r.timing.iterations_per_second for r in runs]),

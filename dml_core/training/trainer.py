@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from dml_core import provenance
+from dml_core import host_load, provenance
 from dml_core.data.index import dataset_index_hashes
 from dml_core.data.validation_split import validation_record
 from dml_core.errors import InputError
@@ -175,7 +175,7 @@ def _train(
         environment=_run_environment(run, determinism),
         protocol=run.protocol,
         evaluations=run.evaluations,
-        timing=run.timing,
+        timing={**run.timing, "host_load": host_load.record(run.timing["host_load"])},
         total=run.total,
         resumed_runs=run.resumed_runs,
         world_size=process.world_size,
@@ -232,6 +232,7 @@ class TrainingRun:
             "data_wait_seconds": 0.0,
             "compute_seconds": 0.0,
             "evaluation_seconds": 0.0,
+            "host_load": host_load.new_state(),
         }
         self.resumed_runs = 0
         self.query_terms = PickedQueryTerms()  # the per-query terms of the evaluations a selection rule picks
@@ -276,6 +277,7 @@ class TrainingRun:
         parts.scheduler.load_state_dict(state["scheduler"])
         self.iteration, self.evaluations, self.protocol = state["iteration"], state["evaluations"], state["protocol"]
         self.timing, self.resumed_runs = state["timing"], state["resumed_runs"] + 1
+        self.timing.setdefault("host_load", host_load.new_state())  # older checkpoints: none
         self.git_segments = state.get("git_segments", [])
         self.query_terms = PickedQueryTerms(state.get("query_terms"))  # older checkpoints: none
 
@@ -390,19 +392,24 @@ class TrainingRun:
             if self.iteration % self.sync_every == 0:
                 self.check_finite()
             if self.iteration % self.eval_every == 0 or self.iteration == self.total:
-                timing["train_seconds"] += self.clock.now() - segment_start
+                self._add_train_time(segment_start)
                 self.evaluate()
                 if "R@1" in self.evaluations[-1]["metrics"]:
                     bar.set_postfix(R1=f"{self.evaluations[-1]['metrics']['R@1']:.2f}")
                 segment_start = self.clock.now()
             if self.iteration % self.checkpoint_every == 0 or self.iteration == self.total:
-                timing["train_seconds"] += self.clock.now() - segment_start
+                self._add_train_time(segment_start)
                 self.checkpoint(finished=self.iteration == self.total)
                 segment_start = self.clock.now()
             if self.iteration >= self.total:
                 break
             wait_start = self.clock.host()
-        timing["train_seconds"] += self.clock.now() - segment_start
+        self._add_train_time(segment_start)
+
+    def _add_train_time(self, segment_start: float) -> None:
+        """Add the training time since ``segment_start`` and sample the host's load (what else shared that time)."""
+        self.timing["train_seconds"] += self.clock.now() - segment_start
+        host_load.add_sample(self.timing["host_load"], host_load.load_average())
 
     def distributed_record(self) -> dict:
         return {

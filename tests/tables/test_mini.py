@@ -93,6 +93,18 @@ def test_a_run_below_the_learning_gain_is_flagged(tmp_path, recipes_dir):
     assert f"measured in the paper's notes, `papers/{PAPER_KEY}/method.md`." in text
 
 
+def test_a_train_time_measured_on_a_shared_host_is_flagged_and_an_unrecorded_load_is_not(tmp_path, recipes_dir):
+    alone, shared, unrecorded = (_mini_payload(run, 0, 3.0, 30.0) for run in ("ours-cub200", "lifted-cub200", "x"))
+    alone["timing"]["host_load"] = {"cpus": 2, "samples": 4, "mean": 2.2, "max": 2.9}  # its own workers' load
+    shared["timing"]["host_load"] = {"cpus": 2, "samples": 4, "mean": 5.1, "max": 6.0}  # beside other work
+    for payload in (alone, shared, unrecorded):  # the last: a file written before the load was recorded
+        _write(tmp_path / "results", payload)
+    text = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir).markdown_path.read_text()
+    times = {line.split(" | ")[0]: line.rsplit(" | ", 1)[1] for line in text.splitlines() if line.endswith(" |")}
+    assert times["| ours-cub200"] == times["| x"] == "7200 s |"
+    assert times["| lifted-cub200"] == "7200 s ⚠ host shared (load 5.1 on 2 CPUs) |"
+
+
 def test_a_glyph_pretrained_run_is_a_row_of_its_own_named_and_labelled_so(tmp_path, recipes_dir):
     for seed in range(2):
         _write(tmp_path / "results", _mini_payload("ours-cub200", seed, 3.0, 25.0))

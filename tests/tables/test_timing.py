@@ -35,6 +35,19 @@ def test_our_speed_sits_beside_the_papers_with_the_ratio_and_the_projection(tmp_
     }
 
 
+def test_a_speed_measured_on_a_shared_host_says_so_beside_its_device(tmp_path, paper):
+    alone, shared = (results_payload(seed=seed, train_seconds=3600.0) for seed in (0, 1))
+    alone["timing"]["host_load"] = {"cpus": 16, "samples": 9, "mean": 9.0, "max": 12.0}  # its loader workers
+    shared["timing"]["host_load"] = {"cpus": 16, "samples": 9, "mean": 30.5, "max": 41.0}
+    write_results_file(tmp_path, alone)
+    assert list(timing_frame(paper, load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL))["device"]) == [
+        "NVIDIA H100"
+    ]
+    write_results_file(tmp_path, shared)
+    [line] = timing_frame(paper, load_results_folder(tmp_path / PAPER_KEY, tier=Tier.FULL)).to_dict("records")
+    assert line["device"] == "NVIDIA H100 ⚠ host shared (load 30.5 on 16 CPUs)"
+
+
 def test_a_timing_row_whose_recipe_has_not_run_says_so(paper):
     timing = timing_frame(paper, [], {("table8", "ours-cub200"): ["ours-cub200"]}, {"ours-cub200": 40000})
     assert list(timing["device"]) == ["not run"] and timing["iterations_per_second"].isna().all()

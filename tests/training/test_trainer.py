@@ -1,15 +1,17 @@
 """The training loop end to end on the embedded dataset (CPU): results file, resume and rerun rules, NaN stop."""
 
 import json
+import os
 import re
 
 import pytest
 import yaml
 
+from dml_core import host_load
 from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
-from dml_core.results import load_results
+from dml_core.results import HostLoadRecord, load_results
 from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
 from dml_core.training.checkpoint import load_checkpoint
@@ -49,7 +51,8 @@ def _recipe_file(tmp_path, **changes):
 
 
 @pytest.mark.slow
-def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
+def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch):
+    monkeypatch.setattr(host_load, "load_average", lambda: 7.0)  # the host's load, as the trainer samples it
     path = _recipe_file(tmp_path)
     results_path = train(load_recipe(path), tmp_path / "run", recipe_path=path, data_root=data_root, progress=False)
     results = load_results(results_path)
@@ -62,6 +65,8 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root):
     assert results.index_hashes == dataset_index_hashes(data_root / "embedded")  # the images it ran on
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
+    # sampled at each evaluation (2), checkpoint (6) and the end, beside the host's CPUs
+    assert results.timing.host_load == HostLoadRecord(cpus=os.cpu_count(), samples=9, mean=7.0, max=7.0)
     assert results.git["commit"]
     # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
     # refused (dml_core.finished_runs).
