@@ -47,7 +47,7 @@ def add_parser(subparsers) -> None:
         parser,
         smoke_help="CPU smoke versions of the recipes",
         mini_help="CPU mini tier: the headline comparison of reproduce/KEY/mini.yaml, learned on the embedded_mini "
-        "glyphs (seeds 0-2 unless --seeds); about 15 minutes a paper",
+        "glyphs (seeds 0-2 unless --seeds); 10-22 minutes a paper on 2 cores",
     )
     parser.add_argument(
         "--workers",

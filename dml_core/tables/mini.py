@@ -46,6 +46,11 @@ FLAGGED_NOTE = (
     'Why a flagged run falls short, and what it does from a start pretrained on other glyphs (docs/tiers.md, "A '
     "pretrained start\"), is measured in the paper's notes, `papers/{key}/method.md`."
 )
+MACHINE_NOTE = (
+    "Trained on: {machines}. Another CPU's float kernels round otherwise, and a run from random weights amplifies "
+    "that: the same runs on another machine moved a seed's trained R@1 by up to 15 points, and a gain near the "
+    'bar can fall on either side of it (docs/tiers.md, "Another CPU").'
+)
 GLYPH_START_NOTE = (
     "> Rows named `~start=glyph-pretrained` start instead from the backbone pretrained on other glyphs (a diagnostic "
     'beside the random start: docs/tiers.md, "A pretrained start"); their untrained R@1 is that start\'s, and the '
@@ -70,6 +75,7 @@ class MiniRow:
     train_seconds: tuple[float, ...]
     start: str = "random"  # the backbone's start: "random" (the tier's) or "glyph-pretrained" (a diagnostic)
     host_loads: tuple[HostLoadRecord | None, ...] = ()  # per seed; None: not recorded
+    machines: tuple[str, ...] = ()  # per seed, ``machine_label``
 
     @property
     def gain(self) -> float:
@@ -177,6 +183,7 @@ def summarize_runs(results: Sequence[ResultsFile]) -> list[MiniRow]:
                 iterations=items[0].timing.iterations,
                 train_seconds=tuple(item.timing.train_seconds for item in items),
                 host_loads=tuple(item.timing.host_load for item in items),
+                machines=tuple(machine_label(item.environment) for item in items),
                 start=_start(items[0]),
             )
         )
@@ -192,6 +199,22 @@ def train_time(seconds: Sequence[float], host_loads: Sequence[HostLoadRecord | N
     '300 s ⚠ host shared (load 5.1 on 2 CPUs)'
     """
     return f"{statistics.fmean(seconds):.0f} s {shared_host_note(host_loads)}".rstrip()
+
+
+def machine_label(environment: dict) -> str:
+    """The CPU a run trained on, as its results file names it: model, vector extension, torch threads.
+
+    >>> machine_label({"cpu": "AMD EPYC", "cpu_capability": "AVX2", "cpu_threads": 1})
+    'AMD EPYC (AVX2, 1 thread)'
+    >>> machine_label({})
+    'a CPU not recorded'
+    """
+    if not environment.get("cpu"):
+        return "a CPU not recorded"
+    threads = environment.get("cpu_threads")
+    details = [environment.get("cpu_capability"), f"{threads} thread{'' if threads == 1 else 's'}" if threads else None]
+    details = ", ".join(filter(None, details))
+    return f"{environment['cpu']} ({details})" if details else environment["cpu"]
 
 
 def _start(results: ResultsFile) -> str:
@@ -251,7 +274,8 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
                 f"| {mean_std(row.untrained_nmi)} | {mean_std(row.trained_nmi)} "
                 f"| {train_time(row.train_seconds, row.host_loads)} |"
             )
-        lines.append("")
+        machines = sorted({machine for row in rows for machine in row.machines})
+        lines += ["", MACHINE_NOTE.format(machines="; ".join(machines)), ""]
     if comparison is not None:
         lines += [
             "## Headline comparison at this scale (a small-scale check, not a reproduction)",
