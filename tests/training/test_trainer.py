@@ -65,7 +65,7 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch
     assert results.index_hashes == dataset_index_hashes(data_root / "embedded")  # the images it ran on
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
-    # sampled at each evaluation (2), checkpoint (6) and the end, beside the host's CPUs
+    # sampled at each evaluation (2), checkpoint (6) and epoch's end (1), beside the host's CPUs
     assert results.timing.host_load == HostLoadRecord(cpus=os.cpu_count(), samples=9, mean=7.0, max=7.0)
     assert results.git["commit"]
     # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
