@@ -7,7 +7,8 @@ five of them should take about 3 minutes.
 The part passes when every paper was measured on its default pipeline. The benchmark's own targets (end to end at
 0.95 of model-only, model-only at 0.8 of the backbone bound, damlrrm's recipe 33 times faster than published) are
 performance goals, not a broken GPU path: the figures keep the benchmark's own verdict on them (its failed
-assertion, where one failed), and the summary says whether they were met.
+assertion, where one failed), and the summary says whether they were met. Stopped by the check's time limit, it
+keeps the measurements the benchmark wrote so far (it writes its report after each).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import time
 
 from dml_core.gpu_check.children import PYTHON, run_child
-from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed, PartSkipped
+from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed, PartSkipped, PartStopped
 from dml_core.output_paths import REPOSITORY_ROOT
 from dml_core.vocabulary import PAPER_KEYS
 
@@ -41,6 +42,11 @@ def measured_problems(report: dict, papers: int) -> list[str]:
     ]
 
 
+def _written_since(path, started: float) -> bool:
+    """Whether the benchmark wrote ``path`` in this call (an older report is another call's)."""
+    return path.is_file() and path.stat().st_mtime >= started
+
+
 def run_bench(context: CheckContext) -> Outcome:
     if not BENCHMARK.is_file():
         raise PartSkipped(f"{BENCHMARK.relative_to(REPOSITORY_ROOT)} is not in this checkout")
@@ -55,10 +61,19 @@ def run_bench(context: CheckContext) -> Outcome:
     failure = None
     try:
         run_child("the training benchmark", command, context.work_dir / "bench.log", TIMEOUT_SECONDS,
-                  env={"DML_BENCH_OUT": str(context.report_dir), "DML_BENCH_PIPELINES": "default"})  # fmt: skip
+                  env={"DML_BENCH_OUT": str(context.report_dir), "DML_BENCH_PIPELINES": "default"},
+                  deadline=context.deadline)  # fmt: skip
     except PartFailed as error:  # it fails on a missed target too: judged below from what it wrote
         failure = error
-    if not report_path.is_file() or report_path.stat().st_mtime < started:
+    except PartStopped as stopped:
+        report = json.loads(report_path.read_text(encoding="utf-8")) if _written_since(report_path, started) else {}
+        measured = [f"{paper} {pipeline}" for paper, record in report.get("papers", {}).items()
+                    for pipeline in record.get("pipelines", {})]  # fmt: skip
+        raise PartStopped(
+            f"{len(measured)} of {len(PAPER_KEYS)} papers measured ({', '.join(measured) or 'none'}); {stopped.reason}",
+            {"report": report_path.name if report else None, "papers": report.get("papers", {})},
+        ) from None
+    if not _written_since(report_path, started):
         raise PartFailed(failure.reason if failure else f"the benchmark wrote no {report_path.name}")
     report = json.loads(report_path.read_text(encoding="utf-8"))
     # Complete measurements with a failed pytest: the benchmark's closing assertion on its targets failed.

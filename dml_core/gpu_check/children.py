@@ -8,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dml_core.gpu_check.part import PartFailed
+from dml_core.gpu_check.part import PartFailed, PartStopped
 from dml_core.output_paths import REPOSITORY_ROOT
 
 PYTHON = sys.executable
@@ -47,21 +48,33 @@ def run_child(
     log_path: Path,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> str:
     """Run ``command`` in the folder of ``log_path`` with its output (stdout and stderr) in that file; return the
     output. A non-zero exit or a run past ``timeout`` seconds raises ``PartFailed`` naming ``what``, the last
-    line of the output and the log. On a time-out the child's process group gets SIGTERM (torchrun passes it on to
-    its workers), then SIGKILL."""
+    line of the output and the log. A run still going at ``deadline`` (``time.monotonic()``, the check's time
+    limit; sooner than the timeout) is stopped and raises ``PartStopped`` instead: the check ran out of time, the
+    child did nothing wrong. Either way the child's process group gets SIGTERM (torchrun passes it on to its
+    workers), then SIGKILL."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    limit = timeout if deadline is None else min(timeout, deadline - time.monotonic())
+    if limit <= 0:
+        raise PartStopped(f"stopped at the time limit before {what} started")
+    started = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(
             list(command), cwd=log_path.parent, env=child_environment(env), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
         try:
-            process.wait(timeout=timeout)
+            process.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _end_group(process)
+            if limit < timeout:
+                seconds = time.monotonic() - started
+                raise PartStopped(
+                    f"stopped at the time limit: {what} after {seconds:.0f} s (log: {log_path})"
+                ) from None
             raise PartFailed(f"{what} ran past {timeout:.0f} s (log: {log_path})") from None
         except BaseException:  # interrupted: leave no child behind
             _end_group(process)

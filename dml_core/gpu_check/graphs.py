@@ -10,6 +10,7 @@ Then each way's model-only it/s (the same step, ``WARMUP_STEPS`` then ``TIMED_ST
 that decides whether graphs become the default.
 
 The part fails when a recipe's graphed run drifts farther, or when a capture fails (the error is kept per recipe).
+The check's time limit stops it between recipes, with the figures of those done.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def run_graphs(context: CheckContext, runs=RUNS, recipe_of=bound_recipe, **optio
     to ``compare_forwards``)."""
     figures: dict[str, dict] = {}
     for run in runs:
+        context.stop_if_out_of_time(f"{len(figures)} of {len(runs)} recipes", figures)
         try:
             figures[run] = compare_forwards(recipe_of(run), context, **options)
         except Exception as error:  # a capture that fails is this recipe's finding; the others still run

@@ -35,7 +35,8 @@ def run_mini(context: CheckContext) -> Outcome:
         *(option for name, root in roots.items() for option in (f"--{name}", str(root))),
     ]  # fmt: skip
     started = time.perf_counter()
-    run_child(f"dml reproduce {PAPER} --mini", command, context.work_dir / "mini.log", TIMEOUT_SECONDS)
+    run_child(f"dml reproduce {PAPER} --mini", command, context.work_dir / "mini.log", TIMEOUT_SECONDS,
+              deadline=context.deadline)  # fmt: skip
     seconds = time.perf_counter() - started
     results = mini_results(roots["results"], PAPER)
     rows = summarize_runs(results)

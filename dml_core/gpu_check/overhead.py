@@ -18,7 +18,8 @@ change at a time:
 
 Each variant is timed alone, ``TIMED_STEPS`` after ``WARMUP_STEPS``, from the same weights; its figure is it/s and
 its ratio to ``recipe``. A variant that cannot run is reported with its error and does not fail the part (a CUDA
-graph of a model that syncs the host is such a case): only the ``recipe`` figure is required.
+graph of a model that syncs the host is such a case): only the ``recipe`` figure is required. The check's time
+limit stops it between variants, with the figures of those done.
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ def measure_variants(
     run = OneBatchRun.build(recipe, context)
     figures: dict[str, dict] = {}
     for name in variants:
+        done = {"run": recipe.id, "variants": figures}
+        context.stop_if_out_of_time(f"{len(figures)} of {len(variants)} variants", done)
         run.restart()
         try:
             with _variant(name, run.parts, run.images, recipe.training, device) as (forward, batch, settings):

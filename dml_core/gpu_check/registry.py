@@ -18,24 +18,33 @@ from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun
 from dml_core.registry import Registry
 
+# needs_seconds: what a part takes to give its figures on a 16-core GPU box (H200 figures where measured, with room
+# for start-up; the others estimated): all of them for a part that cannot stop early, the first for one that
+# stops at the time limit with what it has (smoke, bench, overhead, graphs).
 _PARTS = {
     part.name: part
     for part in (
-        Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity),
-        Part(
-            "precision",
-            "one step of every loss under bf16 autocast against fp32, beside another batch's",
-            run_precision,
-        ),
-        Part("pipelines", "the cache pipeline's training batches on the GPU against the PIL path's", run_pipelines),
-        Part("evaluation", "R@K and MAP@R of an SOP-sized embedding set on the GPU and the CPU", run_evaluation),
-        Part("resume", "dml train killed by SIGKILL after a checkpoint, resumed: final parameters", run_resume),
-        Part("torchrun", "dml train under torchrun (one GPU), the suite's collectives over NCCL", run_torchrun),
-        Part("smoke", "every paper's smoke tier on the GPU, PIL and cache pipelines, DataLoader workers on", run_smoke),
-        Part("bench", "the training benchmark, every paper on its default pipeline (JSON kept)", run_bench),
-        Part("overhead", "damlrrm's backbone bound with each host-side setting changed, CUDA graphs too", run_overhead),
-        Part("graphs", "training.cuda_graphs against eager: each paper's main recipe, numbers and speed", run_graphs),
-        Part("mini", "one paper's mini tier (seed 0): gains and time", run_mini),
+        Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity,
+             needs_seconds=15),
+        Part("precision", "one step of every loss under bf16 autocast against fp32, beside another batch's",
+             run_precision, needs_seconds=20),
+        Part("pipelines", "the cache pipeline's training batches on the GPU against the PIL path's", run_pipelines,
+             needs_seconds=20),
+        Part("evaluation", "R@K and MAP@R of an SOP-sized embedding set on the GPU and the CPU", run_evaluation,
+             needs_seconds=30),
+        Part("resume", "dml train killed by SIGKILL after a checkpoint, resumed: final parameters", run_resume,
+             needs_seconds=110),
+        Part("torchrun", "dml train under torchrun (one GPU), the suite's collectives over NCCL", run_torchrun,
+             needs_seconds=60),
+        Part("smoke", "every paper's smoke tier on the GPU, PIL and cache pipelines, DataLoader workers on", run_smoke,
+             needs_seconds=60),
+        Part("bench", "the training benchmark, every paper on its default pipeline (JSON kept)", run_bench,
+             needs_seconds=90),
+        Part("overhead", "damlrrm's backbone bound with each host-side setting changed, CUDA graphs too",
+             run_overhead, needs_seconds=30),
+        Part("graphs", "training.cuda_graphs against eager: each paper's main recipe, numbers and speed", run_graphs,
+             needs_seconds=30),
+        Part("mini", "one paper's mini tier (seed 0): gains and time", run_mini, needs_seconds=300),
     )
-}
+}  # fmt: skip
 PARTS: Registry[Part] = Registry("part", "--parts", _PARTS)

@@ -1,8 +1,9 @@
 """The check's report: one ``PartResult`` per part, kept in ``<report dir>/gpu-check-<device slug>.json``.
 
-A part's status is "passed", "failed: <why>" or "skipped: <why>"; only "passed" counts as done for
-``--rerun-failed``. Each part carries the environment it ran in (torch, CUDA, device, commit, python), since a
-report merges parts run at different times.
+A part's status is "passed", "failed: <why>", "skipped: <why>" or "stopped: <how far it got>" (the check's time
+limit ended it; its figures are what it measured); only "passed" counts as done for ``--rerun-failed``. Each part
+carries the environment it ran in (torch, CUDA, device, commit, python), since a report merges parts run at
+different times.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dml_core.errors import InputError
 
 PASSED = "passed"
 NO_GPU = "skipped: no GPU"
+TIME_LIMITED = ("stopped:", "skipped: time limit")  # the statuses --time-limit leaves: not done, not failed
 SCHEMA = "dml gpu-check 1"
 
 

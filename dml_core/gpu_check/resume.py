@@ -125,17 +125,21 @@ def _worst(differences: dict[str, float]) -> str:
     return f"{differences[name]:.1e} ({name})"
 
 
-def resume_check(recipe: dict, work_dir: Path, device: torch.device, data_root: Path) -> Outcome:
-    """Train ``recipe`` without a stop and killed-then-resumed on ``device``; compare the final parameters."""
+def resume_check(
+    recipe: dict, work_dir: Path, device: torch.device, data_root: Path, deadline: float | None = None
+) -> Outcome:
+    """Train ``recipe`` without a stop and killed-then-resumed on ``device``; compare the final parameters (each
+    child stopped at ``deadline``, the check's time limit)."""
     recipe_path = work_dir / "recipe.yaml"
     work_dir.mkdir(parents=True, exist_ok=True)
     recipe_path.write_text(yaml.safe_dump(copy.deepcopy(recipe)), encoding="utf-8")
     reference, resumed = work_dir / "reference", work_dir / "resumed"
     run_child("the uninterrupted run", _train_command(recipe_path, reference, device, data_root),
-              work_dir / "reference.log", timeout=KILL_DEADLINE_SECONDS)  # fmt: skip
+              work_dir / "reference.log", timeout=KILL_DEADLINE_SECONDS, deadline=deadline)  # fmt: skip
     command = _train_command(recipe_path, resumed, device, data_root)
     killed_at = train_killed_after_first_checkpoint(command, resumed)
-    run_child("the resumed run", [*command, "--resume"], work_dir / "resumed.log", timeout=KILL_DEADLINE_SECONDS)
+    run_child("the resumed run", [*command, "--resume"], work_dir / "resumed.log", timeout=KILL_DEADLINE_SECONDS,
+              deadline=deadline)  # fmt: skip
     results = load_results(resumed / "results.json")
     figures = {
         "killed_at_iteration": killed_at,
@@ -151,7 +155,7 @@ def resume_check(recipe: dict, work_dir: Path, device: torch.device, data_root: 
         return Outcome(f"killed at {killed_at}, resumed: parameters bitwise equal", {**figures, "equal": "bitwise"})
     second = work_dir / "reference-2"
     run_child("the second uninterrupted run", _train_command(recipe_path, second, device, data_root),
-              work_dir / "reference-2.log", timeout=KILL_DEADLINE_SECONDS)  # fmt: skip
+              work_dir / "reference-2.log", timeout=KILL_DEADLINE_SECONDS, deadline=deadline)  # fmt: skip
     noise = parameter_differences(reference / "checkpoint.pt", second / "checkpoint.pt")
     figures["two_uninterrupted_runs_max_rel"] = max(noise.values())
     if not any(noise.values()):
@@ -170,4 +174,4 @@ def resume_check(recipe: dict, work_dir: Path, device: torch.device, data_root: 
 
 
 def run_resume(context: CheckContext) -> Outcome:
-    return resume_check(RESUME_RECIPE, context.work_dir, context.device, context.data_root)
+    return resume_check(RESUME_RECIPE, context.work_dir, context.device, context.data_root, context.deadline)

@@ -21,7 +21,8 @@ from pathlib import Path
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.gpu_check.children import PYTHON, run_child
-from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
+from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed, PartStopped
+from dml_core.gpu_check.smoke_tier import result_devices
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.compose import RunDefinition
 from dml_core.runner.plan import paper_runs
@@ -104,20 +105,26 @@ def _run_job(job: SmokeJob, context: CheckContext, threads: int) -> dict:
     started = time.perf_counter()
     env = {"OMP_NUM_THREADS": str(threads)}
     try:
-        run_child(f"the {job.name} smoke tier", command, out / "smoke.log", TIMEOUT_SECONDS, env=env)
+        run_child(f"the {job.name} smoke tier", command, out / "smoke.log", TIMEOUT_SECONDS, env=env,
+                  deadline=context.deadline)  # fmt: skip
     except PartFailed as failure:
         return {"error": failure.reason, "seconds": time.perf_counter() - started}
+    except PartStopped as stopped:  # the time limit: what it trained is in its results folder
+        devices = result_devices(out / "results", job.paper) if (out / "results").is_dir() else {}
+        return {"stopped": stopped.reason, "deep_runs": sum(devices.values()), "devices": dict(devices),
+                "seconds": time.perf_counter() - started}  # fmt: skip
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     return {**summary, "seconds": time.perf_counter() - started, "runs": "whole tier" if not job.only else job.only}
 
 
 def job_problems(name: str, record: dict, device_type: str) -> list[str]:
     """What is wrong with one (paper, pipeline) job's record: an error, a failed run, fewer than two runs trained
-    in its process, a run on another device."""
+    in its process, a run on another device (of a job the time limit stopped: only the device of what it trained).
+    """
     if "error" in record:
         return [record["error"]]
-    problems = [f"{name}: {run} failed: {why}" for run, why in record["failed"].items()]
-    if record["deep_runs"] < 2:
+    problems = [f"{name}: {run} failed: {why}" for run, why in record.get("failed", {}).items()]
+    if record["deep_runs"] < 2 and "stopped" not in record:
         problems.append(f"{name}: {record['deep_runs']} run(s) trained in its process, expected at least 2")
     elsewhere = {device: n for device, n in record["devices"].items() if not device.startswith(device_type)}
     if elsewhere:
@@ -136,6 +143,14 @@ def run_smoke(context: CheckContext) -> Outcome:
     problems = [line for name, record in records.items() for line in job_problems(name, record, context.device.type)]
     if problems:
         raise PartFailed(f"{len(problems)} problem(s): " + "; ".join(problems), figures)
+    stopped = [job.name for job in jobs if "stopped" in records[job.name]]
+    if stopped:
+        trained = sum(record["deep_runs"] for record in records.values())
+        raise PartStopped(
+            f"{len(jobs) - len(stopped)} of {len(jobs)} (paper, pipeline) jobs finished with no failure, {trained} "
+            f"runs trained; stopped: {', '.join(stopped)}",
+            figures,
+        )
     runs = {
         pipeline: sum(records[job.name]["deep_runs"] for job in jobs if job.pipeline == pipeline)
         for pipeline in ("pil", "cache")

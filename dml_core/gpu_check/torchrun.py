@@ -24,7 +24,8 @@ def run_torchrun(context: CheckContext) -> Outcome:
         *TORCHRUN, "-m", "dml_core.cli", "train", SMOKE_RUN, "--smoke", "--set", "data.num_workers=2",
         "--out", str(out), "--data-root", str(context.data_root), "--no-progress",
     ]  # fmt: skip
-    run_child(f"torchrun ... dml train {SMOKE_RUN} --smoke", train, context.work_dir / "train.log", TIMEOUT_SECONDS)
+    run_child(f"torchrun ... dml train {SMOKE_RUN} --smoke", train, context.work_dir / "train.log", TIMEOUT_SECONDS,
+              deadline=context.deadline)  # fmt: skip
     results = load_results(out / "results.json")
     figures = {
         "train_seconds_with_start": time.perf_counter() - started,
@@ -36,7 +37,8 @@ def run_torchrun(context: CheckContext) -> Outcome:
     probe_out = context.work_dir / "probe.json"
     probe_command = [*TORCHRUN, "-m", "dml_core.gpu_check.nccl_probe", str(probe_out)]
     try:
-        run_child("torchrun ... nccl_probe", probe_command, context.work_dir / "probe.log", TIMEOUT_SECONDS)
+        run_child("torchrun ... nccl_probe", probe_command, context.work_dir / "probe.log", TIMEOUT_SECONDS,
+                  deadline=context.deadline)  # fmt: skip
     except PartFailed as failure:  # name the collectives that failed where the probe got to write them
         checks = json.loads(probe_out.read_text(encoding="utf-8"))["checks"] if probe_out.exists() else {}
         errors = [f"{name}: {state}" for name, state in checks.items() if state.startswith("error")]

@@ -24,13 +24,14 @@ for both pipelines inside one device call).
 The steps run under the run's determinism settings, as the trainer's do.
 DML_BENCH_SET="training.cuda_graphs=true" (settings separated by spaces, as ``--set`` takes them) measures every
 recipe with those settings; the report lists them and its file name carries them.
-Writes tables/benchmarks/training-<device>.json (training-<device>_<setting>.json with DML_BENCH_SET).
+Writes tables/benchmarks/training-<device>.json (training-<device>_<setting>.json with DML_BENCH_SET), after each
+(paper, pipeline) measurement too ("complete": false until the last): a run stopped part way (the GPU check's time
+limit, a lent machine taken back) keeps what it measured.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import multiprocessing
 import os
 import platform
@@ -147,6 +148,7 @@ def test_end_to_end_against_model_only_and_backbone_bound(benchmark, paper, pipe
     if paper == "damlrrm" and ON_CUDA:
         hours = recipe.training.iterations / figures["end_to_end_iterations_per_second"] / 3600
         figures.update(projected_hours_for_recipe=hours, published_hours=13.2, ratio_published_over_ours=13.2 / hours)
+    _write_report(complete=False)
 
 
 def _measure(benchmark, recipe, parts, labels) -> dict:
@@ -197,13 +199,14 @@ def _measure(benchmark, recipe, parts, labels) -> dict:
     }
 
 
-def test_zz_write_report(benchmark):
-    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+def _write_report(complete: bool) -> Path:
+    """The report as measured so far, atomically; ``complete`` once every chosen (paper, pipeline) is in."""
     device = (
         torch.cuda.get_device_name(0) if ON_CUDA else f"cpu {platform.machine()}, {torch.get_num_threads()} threads"
     )
     report = {
         "benchmark": "training throughput, main recipe per paper",
+        "complete": complete,
         "mode": "paper-scale recipes" if ON_CUDA else "reduced (smoke recipes on the CPU)",
         "device": device,
         "torch": torch.__version__,
@@ -229,8 +232,15 @@ def test_zz_write_report(benchmark):
         },
         "papers": REPORT,
     }
-    atomic_write_json(OUT / report_name("cuda" if ON_CUDA else "cpu"), report)
-    print("\n" + json.dumps(report, indent=2))
+    path = OUT / report_name("cuda" if ON_CUDA else "cpu")
+    atomic_write_json(path, report)
+    return path
+
+
+def test_zz_write_report(benchmark):
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    path = _write_report(complete=True)
+    print("\n" + path.read_text(encoding="utf-8"))
     if ON_CUDA:  # the targets are for a GPU; the CPU's reduced mode only checks that the benchmark runs
         assert not (missed := missed_targets(REPORT)), f"ratios under their targets: {missed}"
 

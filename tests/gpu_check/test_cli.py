@@ -1,15 +1,19 @@
 """The GPU check's command on the CPU: end to end every CUDA part says "skipped: no GPU"; ``--parts`` and
-``--rerun-failed`` pick parts; the report is written after each part, atomically, and merged; the exit status
-names each failure. Fake parts come in through ``main``'s ``parts`` argument (the registry seam)."""
+``--rerun-failed`` pick parts; ``--time-limit`` skips or stops parts, never failing them; the report is written
+after each part, atomically, and merged; the exit status names each failure. Fake parts come in through
+``main``'s ``parts`` argument (the registry seam)."""
 
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from dml_core.gpu_check import cli as cli_module
+from dml_core.gpu_check import part as part_module
 from dml_core.gpu_check.cli import main
 from dml_core.gpu_check.device import GpuState, probe_gpu
 from dml_core.gpu_check.part import Outcome, Part, PartFailed
@@ -147,3 +151,66 @@ def test_a_damaged_report_is_named_not_overwritten(tmp_path, capsys):
     assert _check(tmp_path, [], FakeParts()) == 2
     assert f"{path}: expected a GPU check report" in capsys.readouterr().err
     assert json.loads(path.read_text())["schema"] == "something else"
+
+
+class FakeClock:
+    """``time`` for the check's modules with a monotonic clock the parts move on (``perf_counter`` stays real)."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.perf_counter = time.perf_counter
+
+    def monotonic(self):
+        return self.now
+
+
+def test_a_time_limit_skips_what_cannot_fit_stops_what_runs_out_and_the_next_call_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    clock = FakeClock()
+    monkeypatch.setattr(cli_module, "time", clock)
+    monkeypatch.setattr(part_module, "time", clock)
+    calls = []
+
+    def slow(context):  # a part that cannot stop early: takes 60 of the 100 seconds
+        calls.append("a")
+        clock.now += 60
+        return Outcome("a fine")
+
+    def rounds(context):  # a part that stops between rounds at the limit, keeping what it measured
+        calls.append("c")
+        figures = {}
+        for round_ in range(3):
+            context.stop_if_out_of_time(f"{round_} of 3 rounds", figures)
+            figures[round_] = "measured"
+            clock.now += 25
+        return Outcome("c fine", figures)
+
+    parts = {
+        "a": Part("a", "part a", slow, needs_gpu=False, needs_seconds=10),
+        "b": Part(
+            "b", "part b", lambda context: calls.append("b") or Outcome("b fine"), needs_gpu=False, needs_seconds=50
+        ),
+        "c": Part("c", "part c", rounds, needs_gpu=False, needs_seconds=5),
+    }
+    argv = ["--time-limit", "100", "--report-dir", str(tmp_path / "report"), "--work-dir", str(tmp_path / "work")]
+    assert main(argv, parts=parts, gpu=H100) == 0  # nothing failed
+    assert calls == ["a", "c"]
+    report = _report(tmp_path)["parts"]
+    assert report["a"]["status"] == "passed"
+    assert report["b"]["status"] == "skipped: time limit (40 s left, needs 50 s)"
+    assert report["c"]["status"] == "stopped: stopped at the time limit after 2 of 3 rounds"
+    assert report["c"]["figures"] == {"0": "measured", "1": "measured"}
+    assert "not finished within --time-limit: b, c; the next call's --rerun-failed goes on" in capsys.readouterr().out
+    calls.clear()
+    assert main([*argv[2:], "--rerun-failed"], parts=parts, gpu=H100) == 0  # no limit this time
+    assert calls == ["b", "c"]
+    assert _report(tmp_path)["parts"]["c"]["status"] == "passed"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf", "nan"])
+def test_a_time_limit_that_is_not_a_positive_number_of_seconds_is_refused(tmp_path, value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        _check(tmp_path, ["--time-limit", value], FakeParts())
+    assert exited.value.code == 2
+    assert f"--time-limit: expected a number of seconds above 0, found '{value}'" in capsys.readouterr().err

@@ -1,15 +1,18 @@
 """The graphs part on the CPU, with a stand-in for the capture (the real one needs CUDA): each way starts from the same
 state, the comparison finds no drift where there is none, and the part fails on a graphed forward that computes
-something else or cannot be captured."""
+something else or cannot be captured; the check's time limit stops it between recipes."""
 
 import functools
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from dml_core.gpu_check import graphs
+from dml_core.gpu_check import part as part_module
 from dml_core.gpu_check.graphs import run_graphs
 from dml_core.gpu_check.overhead import bound_recipe
-from dml_core.gpu_check.part import CheckContext, PartFailed
+from dml_core.gpu_check.part import CheckContext, PartFailed, PartStopped
 from dml_core.recipes import smoke_version
 from dml_core.training.cuda_graphs import GraphedForward
 
@@ -61,3 +64,18 @@ def test_a_graph_that_computes_otherwise_or_cannot_be_captured_fails_the_part(tm
     with pytest.raises(PartFailed) as failed:
         _run(tmp_path, _failing_capture, RUNS[:1])
     assert failed.value.figures["damlrrm/ours-cub200"]["error"].startswith("RuntimeError: operation not permitted")
+
+
+def test_the_time_limit_stops_the_part_between_recipes_with_the_figures_of_those_done(tmp_path, monkeypatch):
+    clock = {"now": 0.0}
+    monkeypatch.setattr(part_module, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
+
+    def compare_taking_a_minute(recipe, context, **options):
+        clock["now"] += 60
+        return {"eager_drift": 0.0, "graphed_drift": 0.0, "graphed_over_eager": 1.5}
+
+    monkeypatch.setattr(graphs, "compare_forwards", compare_taking_a_minute)
+    context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=30.0)
+    with pytest.raises(PartStopped, match=r"^stopped at the time limit after 1 of 2 recipes$") as stopped:
+        graphs.run_graphs(context, RUNS, recipe_of=lambda run: run)
+    assert list(stopped.value.figures) == [RUNS[0]]

@@ -4,10 +4,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
+from dml_core.gpu_check import smoke
+from dml_core.gpu_check.part import CheckContext, PartStopped
 from dml_core.gpu_check.smoke import CACHE_RUNS_PER_PAPER, code_path, job_problems, smoke_jobs
 from dml_core.results import load_results
 from dml_core.runner.plan import paper_runs, plan_runs
@@ -72,3 +76,38 @@ def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_
         assert results.recipe.sha256 == plan.recipe.content_hash()
         assert results.recipe.content["data"]["num_workers"] == 2  # loaded by workers, as full-scale runs are
     assert (tmp_path / "out" / "tables" / "smoke" / "damlrrm.md").is_file()
+
+
+def test_a_job_the_time_limit_stopped_is_judged_only_on_the_device_of_what_it_trained():
+    stopped = {"stopped": "stopped at the time limit: the gpw/pil smoke tier after 60 s", "deep_runs": 1}
+    assert job_problems("gpw/pil", {**stopped, "devices": {"cuda:0": 1}}, "cuda") == []
+    assert job_problems("gpw/pil", {**stopped, "deep_runs": 0, "devices": {}}, "cuda") == []
+    assert job_problems("gpw/pil", {**stopped, "devices": {"cpu": 1}}, "cuda") == [
+        "gpw/pil: runs trained on {'cpu': 1}, not cuda"
+    ]
+
+
+def test_the_part_stops_at_the_time_limit_with_every_jobs_record(tmp_path, monkeypatch):
+    def job_record(job, context, threads):
+        if job.paper == "cgml":  # the last paper's jobs: the limit came while they trained
+            return {"stopped": "stopped at the time limit", "deep_runs": 1, "devices": {"cuda:0": 1}, "seconds": 9}
+        return {"deep_runs": 2, "devices": {"cuda:0": 2}, "trained": 2, "failed": {}, "seconds": 5}
+
+    monkeypatch.setattr(smoke, "ensure_generated", lambda spec, root: None)
+    monkeypatch.setattr(smoke, "_run_job", job_record)
+    context = CheckContext(torch.device("cuda"), tmp_path / "work", tmp_path / "data", tmp_path)
+    with pytest.raises(PartStopped) as stopped:
+        smoke.run_smoke(context)
+    assert stopped.value.reason == (
+        "8 of 10 (paper, pipeline) jobs finished with no failure, 18 runs trained; stopped: cgml/pil, cgml/cache"
+    )
+    assert set(stopped.value.figures["jobs"]) == {f"{key}/{p}" for key in PAPER_KEYS for p in ("pil", "cache")}
+
+
+def test_a_job_the_time_limit_ends_before_it_starts_records_no_runs(tmp_path):
+    context = CheckContext(
+        torch.device("cuda"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=time.monotonic() - 1
+    )
+    record = smoke._run_job(smoke.SmokeJob("gpw", "pil", ("pair-e-cub200",)), context, threads=1)
+    assert record["stopped"].startswith("stopped at the time limit before the gpw/pil smoke tier started")
+    assert record["deep_runs"] == 0 and record["devices"] == {}
