@@ -32,7 +32,7 @@ import yaml
 from dml_core.errors import InputError
 from dml_core.gpu_check.children import PYTHON, child_environment, run_child
 from dml_core.gpu_check.parity import relative_difference
-from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
+from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed, PartStopped
 from dml_core.results import load_results
 from dml_core.training.checkpoint import load_checkpoint
 
@@ -72,17 +72,20 @@ def _checkpoint_iteration(path: Path) -> int | None:
     return None if state["finished"] else state["iteration"]
 
 
-def train_killed_after_first_checkpoint(command: list[str], out: Path) -> int:
+def train_killed_after_first_checkpoint(command: list[str], out: Path, check_deadline: float | None = None) -> int:
     """Start ``command``, SIGKILL its process group (its DataLoader workers too) as soon as its checkpoint holds an
     unfinished iteration; return that iteration. The checkpoint is read only when a new one replaces it (a read
-    costs CPU time the run needs)."""
+    costs CPU time the run needs). At ``check_deadline`` (the check's time limit) it is killed all the same and
+    ``PartStopped`` raised."""
     checkpoint = out / "checkpoint.pt"
     out.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}-killed.log", "w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, env=child_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline, iteration, seen = time.monotonic() + KILL_DEADLINE_SECONDS, None, None
+        own_deadline = time.monotonic() + KILL_DEADLINE_SECONDS
+        deadline = own_deadline if check_deadline is None else min(own_deadline, check_deadline)
+        iteration, seen = None, None
         try:
             while process.poll() is None and time.monotonic() < deadline:
                 version = _file_version(checkpoint)
@@ -95,6 +98,8 @@ def train_killed_after_first_checkpoint(command: list[str], out: Path) -> int:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    if iteration is None and deadline < own_deadline and time.monotonic() >= deadline:
+        raise PartStopped("stopped at the time limit before the run to kill wrote its first checkpoint")
     if iteration is None:
         raise PartFailed(f"the run to kill ended (exit {process.returncode}) before an unfinished checkpoint was seen")
     return iteration
@@ -137,7 +142,7 @@ def resume_check(
     run_child("the uninterrupted run", _train_command(recipe_path, reference, device, data_root),
               work_dir / "reference.log", timeout=KILL_DEADLINE_SECONDS, deadline=deadline)  # fmt: skip
     command = _train_command(recipe_path, resumed, device, data_root)
-    killed_at = train_killed_after_first_checkpoint(command, resumed)
+    killed_at = train_killed_after_first_checkpoint(command, resumed, deadline)
     run_child("the resumed run", [*command, "--resume"], work_dir / "resumed.log", timeout=KILL_DEADLINE_SECONDS,
               deadline=deadline)  # fmt: skip
     results = load_results(resumed / "results.json")

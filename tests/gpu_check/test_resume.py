@@ -5,11 +5,19 @@ resumed run's results file holds the evaluations and the selection of the uninte
 before the kill included, and the git state of both starts."""
 
 import copy
+import sys
+import time
 
 import pytest
 import torch
 
-from dml_core.gpu_check.resume import RESUME_RECIPE, parameter_differences, resume_check
+from dml_core.gpu_check.part import PartStopped
+from dml_core.gpu_check.resume import (
+    RESUME_RECIPE,
+    parameter_differences,
+    resume_check,
+    train_killed_after_first_checkpoint,
+)
 from dml_core.results import load_results
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
 
@@ -47,3 +55,13 @@ def test_a_run_killed_after_its_first_checkpoint_resumes_to_bitwise_equal_parame
     assert differences[f"model.{name}"] == pytest.approx(1e-3, rel=1e-2)
     assert sum(value > 0 for value in differences.values()) == 1
     assert any(key.startswith("loss.") for key in differences)  # the margin loss's learned beta is compared too
+
+
+def test_the_check_s_time_limit_ends_the_wait_for_a_checkpoint_without_failing_the_part(tmp_path):
+    never_checkpoints = [sys.executable, "-c", "import time; time.sleep(60)"]
+    started = time.monotonic()
+    with pytest.raises(
+        PartStopped, match="stopped at the time limit before the run to kill wrote its first checkpoint"
+    ):
+        train_killed_after_first_checkpoint(never_checkpoints, tmp_path / "run", check_deadline=started + 1)
+    assert time.monotonic() - started < 50  # killed at the limit, not after the sleep or the part's own 300 s
