@@ -107,12 +107,21 @@ class QueryTermsRecord(StrictModel):
 
 class HostLoadRecord(StrictModel):
     """The host's 1-minute load average while the run trained (``dml_core.host_load``): its CPUs and the samples'
-    count, mean and maximum."""
+    count, mean and maximum, as sampled and over each sample's host's CPUs (a resumed run may have moved to a host
+    with another CPU count: ``cpus`` is the last host's, ``other_cpus`` the earlier ones')."""
 
     cpus: int = Field(ge=1)
     samples: int = Field(ge=1)
     mean: float = Field(ge=0)
     max: float = Field(ge=0)
+    mean_per_cpu: float | None = Field(default=None, ge=0)  # None: written before it was recorded (one host)
+    max_per_cpu: float | None = Field(default=None, ge=0)
+    other_cpus: list[int] = Field(default_factory=list)
+
+    @property
+    def load_per_cpu(self) -> float:
+        """The mean load per CPU (from ``mean`` and ``cpus`` in files written before the per-CPU mean)."""
+        return self.mean / self.cpus if self.mean_per_cpu is None else self.mean_per_cpu
 
 
 class TimingRecord(StrictModel):

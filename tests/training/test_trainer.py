@@ -66,7 +66,12 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
     # sampled at each evaluation (2), checkpoint (6) and epoch's end (1), beside the host's CPUs
-    assert results.timing.host_load == HostLoadRecord(cpus=os.cpu_count(), samples=9, mean=7.0, max=7.0)
+    cpus = os.cpu_count()
+    expected = HostLoadRecord(cpus=cpus, samples=9, mean=7.0, max=7.0, mean_per_cpu=7.0 / cpus, max_per_cpu=7.0 / cpus)
+    recorded = results.timing.host_load
+    assert recorded.other_cpus == [] and recorded.model_dump(exclude={"other_cpus"}) == pytest.approx(
+        expected.model_dump(exclude={"other_cpus"})
+    )  # approx: the per-CPU mean is a sum of 9 loads over the CPUs
     assert results.git["commit"]
     # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
     # refused (dml_core.finished_runs).
