@@ -18,7 +18,7 @@ from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
 from dml_core.data.image_cache import ImageCache
-from dml_core.data.transforms import ToInputSpec
+from dml_core.data.transforms import ToModelInput
 from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
 from dml_core.recipes.settings import TransformSettings
@@ -62,7 +62,7 @@ class BatchAugmentation:
             sampler = v2.RandomResizedCrop(self.crop, scale=config.rrc_scale, antialias=True)
         else:
             sampler = v2.RandomCrop(self.crop)
-        self.to_input_spec = ToInputSpec(input_spec).to(cache.pixels.device)
+        self.to_model_input = ToModelInput(input_spec).to(cache.pixels.device)
         # Geometry on the host too: drawing boxes must not wait for the device.
         self.draws = CropDraws(cache.heights.cpu().tolist(), cache.widths.cpu().tolist(), sampler, config.hflip)
         self.offsets = cache.offsets.cpu().tolist()
@@ -125,7 +125,7 @@ class BatchAugmentation:
             batch = self._random_crops(position, top, left)
         if bool(drawn[:, DRAW_FIELDS.index("flip")].any()):
             batch = torch.where(flip.bool()[:, None, None, None], batch.flip(-1), batch)
-        return self.to_input_spec(v2.functional.to_dtype(batch, torch.float32, scale=True))
+        return self.to_model_input(batch)
 
 
 def host_rows_to_device(rows: list[list[int]] | torch.Tensor, device: torch.device) -> torch.Tensor:

@@ -9,7 +9,8 @@ keys, against the PIL path (decoding, resizing, cropping, flipping and normalisi
 worker does) for the same keys. Every step is exact (uint8 gathers and flips) or one correctly rounded fp32
 operation per element (the scale, the mean subtraction, the division by the std), which CUDA computes as the CPU
 does: any difference is a bug, never rounding. Both input conventions (torchvision RGB, Caffe BGR x 255) and both
-resize modes are covered.
+resize modes are covered. The PIL path itself converts its uint8 batches on the device too (``ToModelInput``, after
+the workers' decoding, resizing, cropping and flipping): its batches there are compared with the same reference.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.data.sources.embedded import DATASET
+from dml_core.data.transforms import ToModelInput, build_pixel_transform
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB, InputSpec
 from dml_core.recipes.settings import TransformSettings
@@ -43,9 +45,17 @@ CONFIGURATIONS: dict[str, tuple[TransformSettings, InputSpec]] = {
 }
 
 
+def _differences(batch: torch.Tensor, expected: torch.Tensor) -> dict:
+    return {
+        "differing_values": int((batch != expected).sum()),
+        "max_abs_difference": float((batch - expected).abs().max()),
+    }
+
+
 def compare_pipelines(data_root: Path, device: torch.device) -> dict[str, dict]:
     """Per configuration: the keys compared, how many values of the device's cached batch differ from the PIL
-    path's, and the largest difference."""
+    path's image-by-image reference, and the largest difference; the same for the PIL path's own batch (uint8
+    crops converted on the device, ``pil_on_device``)."""
     glyphs = get_spec(DATASET)
     ensure_generated(glyphs, data_root)
     split = load_split(glyphs, data_root, "train")
@@ -56,29 +66,36 @@ def compare_pipelines(data_root: Path, device: torch.device) -> dict[str, dict]:
         ensure_generated_cache(glyphs, data_root, "train", config.resize_mode, config.resize)
         cache = load_cache(glyphs, data_root, "train", config.resize_mode, config.resize)
         on_device = BatchAugmentation(cache.to(device), spec, config)(positions, seeds).cpu()
+        keys = list(zip(positions, seeds, strict=True))
         reference = SeededDataset(ImageDataset(split, build_transform(spec, config, train=True)))
-        expected = torch.stack(
-            [reference[(position, seed)][0] for position, seed in zip(positions, seeds, strict=True)]
-        )
+        expected = torch.stack([reference[key][0] for key in keys])
+        crops = SeededDataset(ImageDataset(split, build_pixel_transform(spec, config, train=True)))
+        uint8_batch = torch.stack([crops[key][0] for key in keys]).to(device)
+        pil_on_device = ToModelInput(spec).to(device)(uint8_batch).cpu()
         figures[name] = {
             "keys": len(positions),
             "shape": list(on_device.shape),
-            "differing_values": int((on_device != expected).sum()),
-            "max_abs_difference": float((on_device - expected).abs().max()),
+            **_differences(on_device, expected),
+            "pil_on_device": _differences(pil_on_device, expected),
         }
     return figures
 
 
 def run_pipelines(context: CheckContext) -> Outcome:
     figures = compare_pipelines(context.data_root, context.device)
-    differing = {name: record for name, record in figures.items() if record["differing_values"]}
+    differing = [
+        f"{pipeline} {name}: {record['differing_values']} values, up to {record['max_abs_difference']:.3g}"
+        for name, figure in figures.items()
+        for pipeline, record in (("cache", figure), ("pil", figure["pil_on_device"]))
+        if record["differing_values"]
+    ]
     if differing:
-        shown = "; ".join(
-            f"{name}: {record['differing_values']} values, up to {record['max_abs_difference']:.3g}"
-            for name, record in differing.items()
+        raise PartFailed(
+            f"batches on the GPU differ from the PIL path's image by image: {'; '.join(differing)}", figures
         )
-        raise PartFailed(f"the cache pipeline's batches on the GPU differ from the PIL path's: {shown}", figures)
     keys = sum(record["keys"] for record in figures.values())
     return Outcome(
-        f"{keys} cached crops on the GPU equal the PIL path's bit for bit ({len(figures)} settings)", figures
+        f"{keys} cached crops and {keys} PIL crops converted on the GPU equal the PIL path's image-by-image ones bit "
+        f"for bit ({len(figures)} settings)",
+        figures,
     )

@@ -16,6 +16,7 @@ from dml_core.data.batch_augment import DRAW_FIELDS, BatchAugmentation, host_row
 from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
 from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
 from dml_core.data.registry import DatasetSpec
+from dml_core.data.transforms import ToModelInput
 from dml_core.data.validation_split import training_positions
 from dml_core.recipes.settings import Recipe
 from dml_core.training.loaders import kept_loader, loader_workers
@@ -56,7 +57,9 @@ class _KeptLoaderBatches:
 
 
 class LoaderBatches(_KeptLoaderBatches):
-    """Decode and augment in DataLoader workers, then copy to the device (pinned, asynchronous)."""
+    """Decode, resize, crop and flip in DataLoader workers (``train_set`` gives uint8 images:
+    ``build_pixel_transform``), copy the uint8 batch to the device (pinned, asynchronous) and convert it there
+    (``to_model_input``: ``ToModelInput`` on the device; None: the images are the model's input already)."""
 
     def __init__(
         self,
@@ -67,12 +70,17 @@ class LoaderBatches(_KeptLoaderBatches):
         device: torch.device,
         slots: list[int] | None = None,
         pipeline: PipelineChoice = AS_THE_RECIPE_SAYS["pil"],
+        to_model_input: ToModelInput | None = None,
     ) -> None:
         super().__init__(train_set, sampler, seed, num_workers, device, slots, pipeline)
+        self.to_model_input = None if to_model_input is None else to_model_input.to(device)
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for images, _, positions in self._loaded(epoch, start):
-            yield images.to(self.device, non_blocking=True), positions.to(self.device, non_blocking=True)
+            images = images.to(self.device, non_blocking=True)
+            if self.to_model_input is not None:
+                images = self.to_model_input(images)
+            yield images, positions.to(self.device, non_blocking=True)
 
 
 class CachedBatches(_KeptLoaderBatches):
@@ -115,7 +123,8 @@ def build_batch_source(
     choice, cache = pipeline_for_run(recipe, dataset, root, device.type, device_memory(device))
     if choice.pipeline == "pil":
         workers = loader_workers(recipe.data.num_workers)
-        return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots, choice)
+        to_model_input = ToModelInput(model.input_spec)
+        return LoaderBatches(train_set, sampler, recipe.training.seed, workers, device, slots, choice, to_model_input)
     config = recipe.data.transforms
     if cache is None:  # set so by the recipe, and missing: refused, saying what to run
         cache = load_cache(dataset, root, "train", config.resize_mode, config.resize)

@@ -9,10 +9,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from dml_core.data import SAMPLERS, ImageDataset, build_transform, load_split
+from dml_core.data import SAMPLERS, ImageDataset, load_split
 from dml_core.data.index import SplitIndex
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import DatasetSpec
+from dml_core.data.transforms import ToModelInput, build_pixel_transform
 from dml_core.data.validation_split import split_off_validation
 from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
@@ -30,12 +31,14 @@ QUERY_GALLERY_SPLITS = ("query", "gallery")
 
 @dataclass
 class TestSet:
-    """The evaluation images: one split (CUB, Cars, SOP) or query + gallery (In-Shop) with masks."""
+    """The evaluation images: one split (CUB, Cars, SOP) or query + gallery (In-Shop) with masks; the dataset's uint8
+    images become the model's input through ``to_model_input`` on the device (None: they are that already)."""
 
     dataset: ImageDataset
     labels: np.ndarray
     query_mask: np.ndarray | None
     gallery_mask: np.ndarray | None
+    to_model_input: ToModelInput | None = None
 
 
 def _concat(a: SplitIndex, b: SplitIndex) -> SplitIndex:
@@ -116,14 +119,18 @@ def build_datasets(
     config = recipe.data.transforms
     ensure_generated(dataset, root)
     train_split, validation_split = split_off_validation(load_split(dataset, root, "train"), recipe.data.validation)
-    train = ImageDataset(train_split, build_transform(model.input_spec, config, train=True))
+    # uint8 images: the batch is converted where it trains (``transforms.ToModelInput``, batches and evaluation)
+    train = ImageDataset(train_split, build_pixel_transform(model.input_spec, config, train=True))
     test_split, query_mask, gallery_mask = load_test_split(dataset, root)
-    evaluation_transform = build_transform(model.input_spec, config, train=False)
-    test = TestSet(ImageDataset(test_split, evaluation_transform), test_split.labels, query_mask, gallery_mask)
+    evaluation_transform = build_pixel_transform(model.input_spec, config, train=False)
+    to_model_input = ToModelInput(model.input_spec)
+    test = TestSet(
+        ImageDataset(test_split, evaluation_transform), test_split.labels, query_mask, gallery_mask, to_model_input
+    )
     validation = None
     if validation_split is not None:
         images = ImageDataset(validation_split, evaluation_transform)
-        validation = TestSet(images, validation_split.labels, None, None)  # every image a query, as CUB's test
+        validation = TestSet(images, validation_split.labels, None, None, to_model_input)  # every image a query
     return train, train_split.dense_labels(), test, validation
 
 

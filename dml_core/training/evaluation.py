@@ -44,6 +44,7 @@ class TestSetEmbedder:
         if process.active:
             dataset = Subset(dataset, process.slice_of(len(dataset)))
         self.device = device
+        self.to_model_input = None if test_set.to_model_input is None else test_set.to_model_input.to(device)
         workers = loader_workers(recipe.data.num_workers)
         self.loader = kept_loader(
             dataset, batch_size=recipe.training.eval_batch_size, shuffle=False, num_workers=workers, device=device
@@ -57,7 +58,10 @@ class TestSetEmbedder:
         chunks = []
         with torch.no_grad():
             for images, _, _ in self.loader:
-                chunks.append(model.embed(images.to(self.device, non_blocking=True)).float().cpu())
+                inputs = images.to(self.device, non_blocking=True)
+                if self.to_model_input is not None:  # uint8 images from the loader, converted here
+                    inputs = self.to_model_input(inputs)
+                chunks.append(model.embed(inputs).float().cpu())
         model.train(was_training)
         return torch.cat(chunks).numpy()
 

@@ -5,6 +5,7 @@ files and checkpoints of earlier cache runs recognised as the same computation."
 import pytest
 import torch
 
+from dml_core.data import ImageDataset, build_transform
 from dml_core.data.image_cache import build_cache
 from dml_core.data.pipeline_choice import GIB
 from dml_core.data.registry import DATASETS, get_spec
@@ -14,7 +15,7 @@ from dml_core.results import load_results
 from dml_core.training import builders, train
 from dml_core.training.batches import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
-from dml_core.training.seeded_batches import EpochSlice
+from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
@@ -157,3 +158,27 @@ def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_
     save_checkpoint(checkpoint_path, {**state, "recipe_sha256": "0" * 64})
     with pytest.raises(InputError, match=r"checkpoint\.pt: written by recipe tiny with hash 000000000000"):
         train(recipe, tmp_path / "pil", resume=True, rerun=True, data_root=data_root, progress=False)
+
+
+def test_pil_batches_cross_from_the_workers_as_uint8_and_reach_the_model_as_the_per_image_transform_gives(
+    tmp_path, odd_sized_cub
+):
+    cub, cpu = get_spec("cub200"), torch.device("cpu")
+    recipe = _cub_recipe(tmp_path, odd_sized_cub, num_workers=1)  # one worker: the batches cross a process boundary
+    model = builders.build_model(recipe)
+    train_set, labels, test_set, _ = builders.build_datasets(recipe, cub, model, odd_sized_cub)
+    assert train_set[0][0].dtype == test_set.dataset[0][0].dtype == torch.uint8  # what the workers give
+    sampler = builders.build_sampler(recipe, labels)
+    source = build_batch_source(recipe, cub, model, train_set, sampler, odd_sized_cub, cpu)
+    try:
+        batches = list(source.epoch(0, 0))
+    finally:
+        source.close()
+    per_image = build_transform(model.input_spec, recipe.data.transforms, train=True)
+    reference = SeededDataset(ImageDataset(train_set.split_index, per_image))
+    keys = list(EpochSlice(sampler, 0, 0, recipe.training.seed))
+    assert len(batches) == len(keys) > 1
+    for (images, positions), batch_keys in zip(batches, keys, strict=True):
+        expected = torch.stack([reference[key][0] for key in batch_keys])
+        assert images.dtype == torch.float32 and torch.equal(images, expected)
+        assert positions.tolist() == [position for position, _ in batch_keys]
