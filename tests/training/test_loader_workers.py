@@ -92,12 +92,14 @@ def test_the_default_number_of_workers_fits_the_cores_shared_by_the_processes_of
 
     monkeypatch.setattr(loaders, "available_cores", lambda: 16)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    assert loaders.loader_workers("auto") == loaders.MAX_AUTO_WORKERS == 8
+    assert loaders.loader_workers("auto") == 15  # every core but the training process's
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun: four training processes on this machine
     assert loaders.loader_workers("auto") == 3  # 16 / 4, less the training process itself
+    monkeypatch.setattr(loaders, "available_cores", lambda: 64)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert loaders.loader_workers("auto") == loaders.MAX_AUTO_WORKERS == 16
     assert loaders.loader_workers(5) == 5  # a number is taken as it is
     monkeypatch.setattr(loaders, "available_cores", lambda: 1)
-    monkeypatch.delenv("LOCAL_WORLD_SIZE")
     assert loaders.loader_workers("auto") == 0  # one core: loading in the training process
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "x")
     with pytest.raises(InputError, match="LOCAL_WORLD_SIZE: expected a positive integer, found 'x'"):
