@@ -22,6 +22,21 @@ def test_greyscale_and_palette_images_become_rgb(tmp_path):
     assert load_image(tmp_path / "grey.png").getpixel((0, 0)) == (77, 77, 77)
 
 
+def test_an_rgb_jpeg_comes_back_decoded_as_converting_would_give_it_and_usable_after_its_file_is_closed(tmp_path):
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)).save(tmp_path / "photo.jpg", quality=90)
+    cmyk = Image.frombytes("CMYK", (53, 37), rng.integers(0, 256, 37 * 53 * 4, dtype=np.uint8).tobytes())
+    cmyk.save(tmp_path / "cmyk.jpg")  # a CMYK JPEG: converted, as before
+    for name in ("photo.jpg", "cmyk.jpg"):
+        loaded = load_image(tmp_path / name)
+        with Image.open(tmp_path / name) as image:
+            converted = np.asarray(image.convert("RGB"))
+        assert loaded.mode == "RGB" and np.array_equal(np.asarray(loaded), converted), name
+        assert build_transform(CAFFE_BGR, TransformSettings(resize=40, crop_size=32), train=False)(loaded).shape == (
+            3, 32, 32,
+        )  # fmt: skip
+
+
 def test_corrupt_and_truncated_files_are_named(tmp_path):
     (tmp_path / "junk.jpg").write_bytes(b"not an image at all")
     write_jpeg(tmp_path / "whole.jpg", 0, size=(64, 64))
