@@ -59,7 +59,7 @@ def run_child(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     limit = timeout if deadline is None else min(timeout, deadline - time.monotonic())
     if limit <= 0:
-        raise PartStopped(f"stopped at the time limit before {what} started")
+        raise PartStopped(f"time limit reached before {what} started")
     started = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(
@@ -73,7 +73,7 @@ def run_child(
             if limit < timeout:
                 seconds = time.monotonic() - started
                 raise PartStopped(
-                    f"stopped at the time limit: {what} after {seconds:.0f} s (log: {log_path})"
+                    f"time limit reached: {what} stopped after {seconds:.0f} s (log: {log_path})"
                 ) from None
             raise PartFailed(f"{what} ran past {timeout:.0f} s (log: {log_path})") from None
         except BaseException:  # interrupted: leave no child behind

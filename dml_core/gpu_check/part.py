@@ -33,7 +33,7 @@ class CheckContext:
         """Between a part's units of work: raise ``PartStopped`` with what is ``done`` and the figures so far once
         the deadline has passed."""
         if self.seconds_left() <= 0:
-            raise PartStopped(f"stopped at the time limit after {done}", figures)
+            raise PartStopped(f"time limit reached after {done}", figures)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def train_killed_after_first_checkpoint(command: list[str], out: Path, check_dea
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     if iteration is None and deadline < own_deadline and time.monotonic() >= deadline:
-        raise PartStopped("stopped at the time limit before the run to kill wrote its first checkpoint")
+        raise PartStopped("time limit reached before the run to kill wrote its first checkpoint")
     if iteration is None:
         raise PartFailed(f"the run to kill ended (exit {process.returncode}) before an unfinished checkpoint was seen")
     return iteration

@@ -24,16 +24,16 @@ def test_a_benchmark_stopped_at_the_time_limit_keeps_what_it_measured(tmp_path, 
         (tmp_path / "report").mkdir(exist_ok=True)
         report = {"complete": False, "papers": measured}
         (tmp_path / "report" / "training-cuda.json").write_text(json.dumps(report))
-        raise PartStopped(f"stopped at the time limit: {what} after 90 s (log: {log_path})")
+        raise PartStopped(f"time limit reached: {what} stopped after 90 s (log: {log_path})")
 
     monkeypatch.setattr(bench, "run_child", stopped_after_one_paper)
-    with pytest.raises(PartStopped, match=r"^1 of 5 papers measured \(damlrrm cache\); stopped at the time limit: the"):
+    with pytest.raises(PartStopped, match=r"^1 of 5 papers measured \(damlrrm cache\); time limit reached: the"):
         bench.run_bench(_context(tmp_path))
 
 
 def test_a_benchmark_stopped_before_its_first_measurement_says_none(tmp_path, monkeypatch):
     def stopped_at_once(what, command, log_path, timeout, env, deadline):
-        raise PartStopped(f"stopped at the time limit: {what} after 20 s")
+        raise PartStopped(f"time limit reached: {what} stopped after 20 s")
 
     monkeypatch.setattr(bench, "run_child", stopped_at_once)
     with pytest.raises(PartStopped, match=r"^0 of 5 papers measured \(none\)") as stopped:

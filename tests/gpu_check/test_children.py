@@ -19,14 +19,14 @@ def test_a_child_past_its_own_timeout_fails_the_part(tmp_path):
 
 def test_the_check_s_time_limit_stops_a_child_without_failing_it(tmp_path):
     started = time.monotonic()
-    with pytest.raises(PartStopped, match=r"stopped at the time limit: the sleeper after \d+ s") as stopped:
+    with pytest.raises(PartStopped, match=r"time limit reached: the sleeper stopped after \d+ s") as stopped:
         run_child("the sleeper", SLEEPER, tmp_path / "sleeper.log", timeout=600, deadline=started + 1)
     assert not isinstance(stopped.value, PartFailed)
     assert time.monotonic() - started < 50  # ended at the deadline (SIGTERM ends a sleep), not at its 60 s
 
 
 def test_a_deadline_already_past_starts_no_child(tmp_path):
-    with pytest.raises(PartStopped, match="stopped at the time limit before the sleeper started"):
+    with pytest.raises(PartStopped, match="time limit reached before the sleeper started"):
         run_child("the sleeper", SLEEPER, tmp_path / "sleeper.log", timeout=600, deadline=time.monotonic() - 1)
     assert not (tmp_path / "sleeper.log").exists()
 

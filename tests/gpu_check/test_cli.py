@@ -199,7 +199,7 @@ def test_a_time_limit_skips_what_cannot_fit_stops_what_runs_out_and_the_next_cal
     report = _report(tmp_path)["parts"]
     assert report["a"]["status"] == "passed"
     assert report["b"]["status"] == "skipped: time limit (40 s left, needs 50 s)"
-    assert report["c"]["status"] == "stopped: stopped at the time limit after 2 of 3 rounds"
+    assert report["c"]["status"] == "stopped: time limit reached after 2 of 3 rounds"
     assert report["c"]["figures"] == {"0": "measured", "1": "measured"}
     assert "not finished within --time-limit: b, c; the next call's --rerun-failed goes on" in capsys.readouterr().out
     calls.clear()

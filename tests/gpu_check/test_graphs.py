@@ -76,6 +76,6 @@ def test_the_time_limit_stops_the_part_between_recipes_with_the_figures_of_those
 
     monkeypatch.setattr(graphs, "compare_forwards", compare_taking_a_minute)
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=30.0)
-    with pytest.raises(PartStopped, match=r"^stopped at the time limit after 1 of 2 recipes$") as stopped:
+    with pytest.raises(PartStopped, match=r"^time limit reached after 1 of 2 recipes$") as stopped:
         graphs.run_graphs(context, RUNS, recipe_of=lambda run: run)
     assert list(stopped.value.figures) == [RUNS[0]]

@@ -41,7 +41,7 @@ def test_the_time_limit_stops_the_part_between_variants_with_the_figures_of_thos
     monkeypatch.setattr(overhead, "iterations_per_second", timed_for_a_minute)
     recipe = smoke_version(bound_recipe("damlrrm/ours-cub200"))
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=90.0)
-    with pytest.raises(PartStopped, match=r"^stopped at the time limit after 2 of 3 variants$") as stopped:
+    with pytest.raises(PartStopped, match=r"^time limit reached after 2 of 3 variants$") as stopped:
         measure_variants(recipe, context, ("recipe", "fp32", "contiguous"))
     assert stopped.value.figures["run"] == "ours-cub200"
     assert list(stopped.value.figures["variants"]) == ["recipe", "fp32"]

@@ -79,7 +79,7 @@ def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_
 
 
 def test_a_job_the_time_limit_stopped_is_judged_only_on_the_device_of_what_it_trained():
-    stopped = {"stopped": "stopped at the time limit: the gpw/pil smoke tier after 60 s", "deep_runs": 1}
+    stopped = {"stopped": "time limit reached: the gpw/pil smoke tier stopped after 60 s", "deep_runs": 1}
     assert job_problems("gpw/pil", {**stopped, "devices": {"cuda:0": 1}}, "cuda") == []
     assert job_problems("gpw/pil", {**stopped, "deep_runs": 0, "devices": {}}, "cuda") == []
     assert job_problems("gpw/pil", {**stopped, "devices": {"cpu": 1}}, "cuda") == [
@@ -90,7 +90,7 @@ def test_a_job_the_time_limit_stopped_is_judged_only_on_the_device_of_what_it_tr
 def test_the_part_stops_at_the_time_limit_with_every_jobs_record(tmp_path, monkeypatch):
     def job_record(job, context, threads):
         if job.paper == "cgml":  # the last paper's jobs: the limit came while they trained
-            return {"stopped": "stopped at the time limit", "deep_runs": 1, "devices": {"cuda:0": 1}, "seconds": 9}
+            return {"stopped": "time limit reached", "deep_runs": 1, "devices": {"cuda:0": 1}, "seconds": 9}
         return {"deep_runs": 2, "devices": {"cuda:0": 2}, "trained": 2, "failed": {}, "seconds": 5}
 
     monkeypatch.setattr(smoke, "ensure_generated", lambda spec, root: None)
@@ -109,5 +109,5 @@ def test_a_job_the_time_limit_ends_before_it_starts_records_no_runs(tmp_path):
         torch.device("cuda"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=time.monotonic() - 1
     )
     record = smoke._run_job(smoke.SmokeJob("gpw", "pil", ("pair-e-cub200",)), context, threads=1)
-    assert record["stopped"].startswith("stopped at the time limit before the gpw/pil smoke tier started")
+    assert record["stopped"].startswith("time limit reached before the gpw/pil smoke tier started")
     assert record["deep_runs"] == 0 and record["devices"] == {}
