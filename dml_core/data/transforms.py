@@ -54,10 +54,20 @@ class ToModelInput(torch.nn.Module):
 
     def __init__(self, spec: InputSpec) -> None:
         super().__init__()
-        self.to_input_spec = ToInputSpec(spec)
+        self.spec = spec
+        self.register_buffer("mean", torch.tensor(spec.mean, dtype=torch.float32).view(3, 1, 1))
+        self.register_buffer("std", torch.tensor(spec.std, dtype=torch.float32).view(3, 1, 1))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.to_input_spec(v2.functional.to_dtype(images, torch.float32, scale=True))
+        # ToInputSpec's arithmetic in place on the new float tensor, the channel flip (a permutation, which commutes
+        # with elementwise ops) on the uint8 pixels before it: no float temporaries, the same values (each op the
+        # same correctly rounded one, and x * 1.0 is x).
+        if self.spec.channel_order == "BGR":
+            images = images.flip(-3)
+        batch = v2.functional.to_dtype(images, torch.float32, scale=True)
+        if self.spec.value_scale != 1.0:
+            batch.mul_(self.spec.value_scale)
+        return batch.sub_(self.mean).div_(self.std)
 
 
 def build_transform(input_spec: InputSpec, config: TransformSettings, train: bool) -> v2.Compose:
