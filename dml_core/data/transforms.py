@@ -10,7 +10,7 @@ optional horizontal flip / eval: centre crop -> float in [0, 1] -> times ``value
 The steps up to the crop and flip keep uint8 pixels (``build_pixel_transform``); the rest (``ToModelInput``) is
 elementwise. The training and evaluation loaders' workers compute only the first: their batches cross the process
 boundary and the copy to a GPU as uint8, a quarter of the float batch's bytes, and ``ToModelInput`` converts the
-whole batch where it trains: 14-25% of a worker's time an image at the five papers' main settings
+whole batch where it trains: 7-20% of a worker's time an image at the five papers' main settings
 (``worker_over_float_in_worker`` in tables/benchmarks/pipeline-cpu.json, ``tests/benchmarks/bench_pipeline.py``).
 Every float step is one correctly rounded fp32 operation per element, so the batch is bitwise what
 ``build_transform`` gives image by image, on any device (tested on the CPU; the GPU check's ``pipelines`` part
