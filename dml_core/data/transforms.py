@@ -50,7 +50,14 @@ def resize_step(config: TransformSettings) -> v2.Transform:
 
 class ToModelInput(torch.nn.Module):
     """uint8 RGB images (3, H, W) or a batch of them -> float32 in the backbone's convention: scaled to [0, 1], then
-    ``ToInputSpec``. Moved to a device (``.to``), it converts batches there."""
+    ``ToInputSpec``'s arithmetic. Moved to a device (``.to``), it converts batches there. Only uint8: it works in
+    place on the float tensor it makes, which a float input would be itself.
+
+    >>> from dml_core.input_spec import IMAGENET_RGB
+    >>> ToModelInput(IMAGENET_RGB)(torch.zeros(3, 2, 2))
+    Traceback (most recent call last):
+    TypeError: ToModelInput: expected uint8 images, found torch.float32
+    """
 
     def __init__(self, spec: InputSpec) -> None:
         super().__init__()
@@ -59,6 +66,8 @@ class ToModelInput(torch.nn.Module):
         self.register_buffer("std", torch.tensor(spec.std, dtype=torch.float32).view(3, 1, 1))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if images.dtype != torch.uint8:
+            raise TypeError(f"ToModelInput: expected uint8 images, found {images.dtype}")
         # ToInputSpec's arithmetic in place on the new float tensor, the channel flip (a permutation, which commutes
         # with elementwise ops) on the uint8 pixels before it: no float temporaries, the same values (each op the
         # same correctly rounded one, and x * 1.0 is x).
