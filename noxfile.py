@@ -105,7 +105,7 @@ def bench(session: nox.Session) -> None:
 @nox.session(name="gpu-check")
 def gpu_check(session: nox.Session) -> None:
     """The GPU check, the first command on a new GPU box: `python -m dml_core.gpu_check` (arguments after `--` go
-    to it: `--parts smoke,resume`, `--rerun-failed`, `--report-dir DIR`).
+    to it: `--parts smoke,resume`, `--rerun-failed`, `--time-limit SECONDS`, `--report-dir DIR`).
 
     Parity of every loss CPU vs GPU, an SOP-sized evaluation on both, a run killed and resumed, torchrun and NCCL,
     every paper's smoke tier on both pipelines, one mini tier, the training benchmark; writes
