@@ -214,3 +214,8 @@ def test_a_time_limit_that_is_not_a_positive_number_of_seconds_is_refused(tmp_pa
         _check(tmp_path, ["--time-limit", value], FakeParts())
     assert exited.value.code == 2
     assert f"--time-limit: expected a number of seconds above 0, found '{value}'" in capsys.readouterr().err
+
+
+def test_every_part_of_the_check_says_the_seconds_it_needs():
+    # A part without them (0) would start with any time left, and the lent machine's call would end inside it.
+    assert all(part.needs_seconds > 0 for part in PARTS.values()), {name: p.needs_seconds for name, p in PARTS.items()}
