@@ -48,22 +48,16 @@ def resize_step(config: TransformSettings) -> v2.Transform:
     return v2.Resize(size, interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
 
 
-class ToModelInput(torch.nn.Module):
+class ToModelInput(ToInputSpec):
     """uint8 RGB images (3, H, W) or a batch of them -> float32 in the backbone's convention: scaled to [0, 1], then
-    ``ToInputSpec``'s arithmetic. Moved to a device (``.to``), it converts batches there. Only uint8: it works in
-    place on the float tensor it makes, which a float input would be itself.
+    ``ToInputSpec``'s arithmetic (its spec and buffers). Moved to a device (``.to``), it converts batches there.
+    Only uint8: it works in place on the float tensor it makes, which a float input would be itself.
 
     >>> from dml_core.input_spec import IMAGENET_RGB
     >>> ToModelInput(IMAGENET_RGB)(torch.zeros(3, 2, 2))
     Traceback (most recent call last):
     TypeError: ToModelInput: expected uint8 images, found torch.float32
     """
-
-    def __init__(self, spec: InputSpec) -> None:
-        super().__init__()
-        self.spec = spec
-        self.register_buffer("mean", torch.tensor(spec.mean, dtype=torch.float32).view(3, 1, 1))
-        self.register_buffer("std", torch.tensor(spec.std, dtype=torch.float32).view(3, 1, 1))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if images.dtype != torch.uint8:

@@ -110,7 +110,7 @@ def _run_job(job: SmokeJob, context: CheckContext, threads: int) -> dict:
     except PartFailed as failure:
         return {"error": failure.reason, "seconds": time.perf_counter() - started}
     except PartStopped as stopped:  # the time limit: what it trained is in its results folder
-        devices = result_devices(out / "results", job.paper) if (out / "results").is_dir() else {}
+        devices = result_devices(out / "results", job.paper)
         return {"stopped": stopped.reason, "deep_runs": sum(devices.values()), "devices": dict(devices),
                 "seconds": time.perf_counter() - started}  # fmt: skip
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
