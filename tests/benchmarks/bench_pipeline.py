@@ -23,10 +23,8 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
@@ -34,6 +32,7 @@ from dml_core.data.images import load_image
 from dml_core.data.transforms import ToModelInput, build_pixel_transform, build_transform
 from dml_core.models.backbones import BACKBONES
 from tests.benchmarks.loss_ops import MAIN_RECIPES, main_recipe
+from tests.data.layouts import write_photo_jpeg
 
 OUT = Path(os.environ.get("DML_BENCH_OUT") or Path(__file__).resolve().parents[2] / "tables" / "benchmarks")
 SCALE = float(os.environ.get("DML_BENCH_SCALE", "1.0"))
@@ -44,22 +43,11 @@ BATCH = 100  # the papers' batches are 80-260 images
 REPORT: dict[str, dict] = {}
 
 
-def photo_like_jpeg(path: Path, size: tuple[int, int], seed: int) -> Path:
-    """Gradients and noise, every value used: a JPEG that decodes like a photo's, not like a flat glyph's."""
-    rng = np.random.default_rng(seed)
-    width, height = size
-    y, x = np.mgrid[0:height, 0:width]
-    base = np.stack([(x * 0.5) % 256, (y * 0.7) % 256, ((x + y) * 0.3) % 256], -1)
-    pixels = np.clip(base + rng.normal(0, 25, base.shape), 0, 255).astype(np.uint8)
-    Image.fromarray(pixels).save(path, "JPEG", quality=90)
-    return path
-
-
 @pytest.fixture(scope="module")
 def jpegs(tmp_path_factory) -> list[Path]:
     folder = tmp_path_factory.mktemp("jpegs")
     return [
-        photo_like_jpeg(folder / f"{index}.jpg", size, index)
+        write_photo_jpeg(folder / f"{index}.jpg", index, size)
         for index, size in enumerate(size for size in SIZES for _ in range(IMAGES_PER_SIZE))
     ]
 

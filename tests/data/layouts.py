@@ -51,6 +51,19 @@ def write_jpeg(path: Path, seed: int, size: tuple[int, int] = (12, 10)) -> None:
     Image.fromarray(pixels).save(path, format="JPEG")
 
 
+def write_photo_jpeg(path: Path, seed: int, size: tuple[int, int]) -> Path:
+    """A photo-like JPEG (gradients and noise, every value used, quality 90): one that decodes and resizes like a
+    photo's, not like ``write_jpeg``'s tiny noise or a flat glyph."""
+    rng = np.random.default_rng(seed)
+    width, height = size
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(x * 0.5) % 256, (y * 0.7) % 256, ((x + y) * 0.3) % 256], -1)
+    pixels = np.clip(base + rng.normal(0, 25, base.shape), 0, 255).astype(np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path, "JPEG", quality=90)
+    return path
+
+
 def make_cub(base: Path, classes=(1, 2, 101, 102), per_class: int = 3, swap=None) -> list[tuple[str, int, str]]:
     """``CUB_200_2011/``: images.txt, image_class_labels.txt, train_test_split.txt, classes.txt, images/."""
     top = base / "CUB_200_2011"

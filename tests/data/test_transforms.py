@@ -1,4 +1,3 @@
-import io
 import re
 
 import numpy as np
@@ -8,12 +7,14 @@ from PIL import Image
 from pydantic import ValidationError
 from torchvision.transforms import v2
 
+from dml_core.data.images import load_image
 from dml_core.data.transforms import ToInputSpec, ToModelInput, build_pixel_transform, build_transform
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
 from dml_core.models.backbones import BACKBONES
 from dml_core.recipes.catalog import MAIN_RECIPES
 from dml_core.recipes.settings import DataSettings, TransformSettings
 from tests.benchmarks.loss_ops import main_recipe
+from tests.data.layouts import write_photo_jpeg
 
 
 def _solid(rgb, size=(300, 260)):
@@ -118,18 +119,6 @@ def test_the_pipeline_takes_the_recipes_transforms_as_they_are():
     assert transform(_solid((1, 2, 3))).shape == (3, 64, 64)
 
 
-def _photo(seed: int, size: tuple[int, int]) -> Image.Image:
-    """A photo-like image (gradients and noise, every value used), through a JPEG round trip as a dataset's are."""
-    rng = np.random.default_rng(seed)
-    width, height = size
-    y, x = np.mgrid[0:height, 0:width]
-    base = np.stack([(x * 0.5) % 256, (y * 0.7) % 256, ((x + y) * 0.3) % 256], -1)
-    pixels = np.clip(base + rng.normal(0, 25, base.shape), 0, 255).astype(np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, "JPEG", quality=90)
-    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-
-
 def _per_image_float_reference(spec, config: TransformSettings, train: bool) -> v2.Compose:
     """The transform as the PIL path ran it before the float steps moved out of the loader's workers: the same
     geometric steps, then torchvision's ``ToDtype`` on the image and ``ToInputSpec``, image by image."""
@@ -140,12 +129,13 @@ def _per_image_float_reference(spec, config: TransformSettings, train: bool) -> 
 
 @pytest.mark.parametrize("paper", list(MAIN_RECIPES))
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
-def test_uint8_images_converted_in_batch_are_bitwise_the_per_image_float_transform(paper, train):
+def test_uint8_images_converted_in_batch_are_bitwise_the_per_image_float_transform(paper, train, tmp_path):
     # The loaders' workers give uint8 crops and the batch is converted where it trains (ToModelInput): the model
     # must see bitwise what the per-image float transform gave, at each paper's main settings.
     recipe = main_recipe(paper, "paper")
     config, spec = recipe.data.transforms, BACKBONES.lookup(recipe.model.backbone).input_spec
-    images = [_photo(seed, size) for seed, size in enumerate([(500, 375), (375, 500), (640, 427), (300, 300)])]
+    sizes = [(500, 375), (375, 500), (640, 427), (300, 300)]
+    images = [load_image(write_photo_jpeg(tmp_path / f"{seed}.jpg", seed, size)) for seed, size in enumerate(sizes)]
     pixels, reference = build_pixel_transform(spec, config, train), _per_image_float_reference(spec, config, train)
     expected, crops = [], []
     for seed, image in enumerate(images):  # each image's random draws under its own seed, on both paths
