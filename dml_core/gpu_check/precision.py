@@ -1,13 +1,13 @@
-"""The ``precision`` part: what the ``precision`` reading's default (bf16 autocast of the model on CUDA) does to a
-training step, beside what the step's own noise does.
+"""The ``precision`` part: what the ``precision`` reading's other value (bf16 autocast of the model on CUDA; the
+default is fp32) does to a training step, beside what the step's own noise does.
 
 For every registered loss, on the GPU, from the parity part's model, weights and batch (``parity.one_step``): the
 whole step's update under bf16 autocast against the fp32 step's, ``||U_bf16 - U_fp32|| / ||U_fp32||`` (every
 parameter tensor together), and, as the scale it is read against, the fp32 step on another batch of the same
 classes (the same class means, other draws around them), ``||U_batch - U_fp32|| / ||U_fp32||``. Their ratio is the
 figure: bf16's perturbation of a step as a fraction of the perturbation that drawing another batch makes anyway
-(SGD's own noise). Reported, never a failure: it is the evidence the reading's default is argued from
-(``reproduce/readings.yaml``), not a correctness check; a loss whose ratio is near 1 or above would make bf16 a
+(SGD's own noise). Reported, never a failure: it is evidence for the reading's default (``reproduce/readings.yaml``:
+fp32 until bf16 is shown harmless), not a correctness check; a loss whose ratio is near 1 or above would make bf16 a
 visible change of the method's steps.
 
 What it cannot say: the model is the parity part's MLP, so only its linear layers run in bf16 (the backbones'

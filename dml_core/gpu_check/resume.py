@@ -4,7 +4,7 @@ resumed with ``--resume``, ends with the parameters of the same run trained with
 The run (``RESUME_RECIPE``): BN-Inception from random weights on the embedded glyphs at 32 px, 200 iterations of 8
 images, a checkpoint every 20, two DataLoader workers, SGD with momentum (optimiser state to restore), the margin
 loss with a learned beta per class and distance-weighted sampling from its own generator on the device (loss
-parameters and a CUDA generator state to restore), bf16 autocast as the recipes have it.
+parameters and a CUDA generator state to restore), in fp32 as the recipes train by default.
 
 "Equal" means bitwise equal where the run is deterministic: when the resumed run's parameters differ from the
 reference's at all, a second uninterrupted run is trained; if it equals the first, the run is deterministic and the

@@ -195,7 +195,7 @@ class TrainingSettings(StrictModel):
     seed: NonNegativeInt = 0
     # autocast of the model on CUDA only (losses and test embeddings in fp32); CPU runs stay fp32. The recipes set it
     # through the shared reading ``precision`` (reproduce/readings.yaml)
-    bf16: bool = True
+    bf16: bool = False
     channels_last: bool = True  # CUDA only
     compile: bool = False  # torch.compile the model
     # CUDA only: capture the model's training forward and backward as CUDA graphs once, replay them every step

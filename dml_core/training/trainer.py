@@ -11,10 +11,10 @@ Several processes (torchrun, or a Slurm job via submitit): detected from the env
 the recipe's batch stays the global batch, only rank 0 writes checkpoints and results, and the results file
 records the world size.
 
-Speed (CUDA): bf16 autocast for the model (the loss runs in fp32), channels_last, optional torch.compile or
-CUDA graphs of the model's forward and backward (``training.cuda_graphs``), pinned asynchronous copies or the
-prepared-data path (``data.pipeline: cache``), and no host synchronisation per iteration: non-finite losses are
-noticed on the device and read back every ``training.sync_every``.
+Speed (CUDA): bf16 autocast for the model where the ``precision`` reading asks (the loss runs in fp32), channels_last,
+optional torch.compile or CUDA graphs of the model's forward and backward (``training.cuda_graphs``), pinned
+asynchronous copies or the prepared-data path (``data.pipeline: cache``), and no host synchronisation per iteration:
+non-finite losses are noticed on the device and read back every ``training.sync_every``.
 """
 
 from __future__ import annotations

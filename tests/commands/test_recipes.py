@@ -46,7 +46,7 @@ def test_readings_lists_question_values_and_default(capsys):
     assert "damlrrm.lr  (18 runs rest on it" in out and "1e-4 (default):" in out
 
 
-@pytest.mark.parametrize(("paper", "precision"), [("gpw", "bf16"), ("anml", "fp32")])
+@pytest.mark.parametrize(("paper", "precision"), [("gpw", "fp32"), ("anml", "fp32")])
 def test_readings_lists_the_shared_readings_with_the_papers_default(capsys, paper, precision):
     assert main(["recipes", "readings", paper]) == 0
     out = capsys.readouterr().out
@@ -65,12 +65,13 @@ def test_readings_lists_the_shared_readings_with_the_papers_default(capsys, pape
 def test_train_takes_a_run_id_and_keeps_set_overrides_after_the_smoke_shrink(tmp_path, monkeypatch):
     monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "data"))
     out = tmp_path / "run"
-    args = ["train", "ours-sop", "--smoke", "--reading", "damlrrm.lr=1e-3", "--set", "training.iterations=1"]
-    assert main([*args, "--set", "training.eval_every=1", "--out", str(out), "--no-progress"]) == 0
+    args = ["train", "ours-sop", "--smoke", "--reading", "damlrrm.lr=1e-3", "--reading", "precision=bf16"]
+    args += ["--set", "training.iterations=1", "--set", "training.eval_every=1"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
     results = load_results(out / "results.json")
     assert results.recipe.id == "ours-sop" and results.recipe.path == "reproduce/damlrrm/ours.yaml"
     assert results.recipe.content["readings"]["damlrrm.lr"] == "1e-3"
-    # the shared reading precision at damlrrm's default, bf16, and the CPU's forward in fp32 whatever it says
+    # the shared reading precision at bf16, and the CPU's forward in fp32 whatever it says
     assert results.recipe.content["readings"]["precision"] == "bf16" and results.precision == "fp32"
     assert results.timing.iterations == 1 and results.smoke
 
@@ -143,7 +144,7 @@ def _other_value(run, name: str) -> str:
 def test_a_shown_recipe_keeps_its_provenance_and_is_refused_inside_a_paper_folder(tmp_path, capsys):
     assert main(["recipes", "show", "damlrrm/npair-cub200", "--reading", "damlrrm.lr=1e-3"]) == 0
     out = capsys.readouterr().out
-    assert "# readings applied: precision=bf16 (default), selection=best-r1 (default), damlrrm.lr=1e-3\n" in out
+    assert "# readings applied: precision=fp32 (default), selection=best-r1 (default), damlrrm.lr=1e-3\n" in out
     assert "# declared in reproduce/damlrrm/baselines.yaml <- reproduce/damlrrm/base.yaml" in out
     shown = yaml.safe_load(out)
     assert shown["readings"]["damlrrm.lr"] == "1e-3" and shown["variant"] == "damlrrm.lr=1e-3"

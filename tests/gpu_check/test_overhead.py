@@ -18,10 +18,10 @@ def test_each_variant_is_timed_or_says_why_not_and_the_model_is_left_as_built(tm
     recipe = smoke_version(bound_recipe("damlrrm/ours-cub200"))
     deterministic_before = torch.are_deterministic_algorithms_enabled()
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path)
-    figures = measure_variants(recipe, context, ("recipe", "fp32", "contiguous", "cuda_graphs"), warmup=1, timed=2)
+    figures = measure_variants(recipe, context, ("recipe", "bf16", "contiguous", "cuda_graphs"), warmup=1, timed=2)
     variants = figures["variants"]
-    assert list(variants) == ["recipe", "fp32", "contiguous", "cuda_graphs"]
-    for name in ("recipe", "fp32", "contiguous"):
+    assert list(variants) == ["recipe", "bf16", "contiguous", "cuda_graphs"]
+    for name in ("recipe", "bf16", "contiguous"):
         assert variants[name]["iterations_per_second"] > 0, variants[name]
     assert variants["recipe"]["ratio_to_recipe"] == 1.0
     assert variants["cuda_graphs"] == {"error": "RuntimeError: CUDA graphs need a CUDA device"}
@@ -42,6 +42,6 @@ def test_the_time_limit_stops_the_part_between_variants_with_the_figures_of_thos
     recipe = smoke_version(bound_recipe("damlrrm/ours-cub200"))
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, deadline=90.0)
     with pytest.raises(PartStopped, match=r"^time limit reached after 2 of 3 variants$") as stopped:
-        measure_variants(recipe, context, ("recipe", "fp32", "contiguous"))
+        measure_variants(recipe, context, ("recipe", "bf16", "contiguous"))
     assert stopped.value.figures["run"] == "ours-cub200"
-    assert list(stopped.value.figures["variants"]) == ["recipe", "fp32"]
+    assert list(stopped.value.figures["variants"]) == ["recipe", "bf16"]

@@ -16,8 +16,8 @@ SHARED = {
         "precision": {
             "question": "fp32 or bf16 on CUDA?",
             "values": {"fp32": "fp32", "bf16": "bf16 autocast"},
-            "default": "bf16",
-            "why": "speed",
+            "default": "fp32",
+            "why": "as the papers trained",
             "patches": {"fp32": {"training.bf16": False}, "bf16": {"training.bf16": True}},
         }
     }
@@ -37,24 +37,24 @@ def test_every_run_rests_on_a_shared_reading_and_keeps_the_hash_it_had_before_it
     before = run_of_file(_paper(tmp_path / "before", {"base.yaml": RUN}) / "base.yaml").recipe()
     run = run_of_file(_with_shared(tmp_path / "after") / "base.yaml")
     assert run.reading_names == ["precision", "damlrrm.lr"]
-    default, fp32 = run.recipe(), run.recipe({"precision": "fp32"})
-    assert default.readings == {"precision": "bf16", "damlrrm.lr": "1e-4"} and default.training.bf16
+    default, bf16 = run.recipe(), run.recipe({"precision": "bf16"})
+    assert default.readings == {"precision": "fp32", "damlrrm.lr": "1e-4"} and not default.training.bf16
     assert default.content_hash() == before.content_hash()  # hashed by training.bf16, as it was
-    assert not fp32.training.bf16 and fp32.variant == "precision=fp32"
-    assert fp32.content_hash() != default.content_hash()
+    assert bf16.training.bf16 and bf16.variant == "precision=bf16"
+    assert bf16.content_hash() != default.content_hash()
 
 
 def test_a_paper_takes_its_own_default_of_a_shared_reading(tmp_path):
-    own = {**ASSUMPTIONS, "shared_readings": {"precision": {"default": "fp32", "why": "its loss is sensitive"}}}
+    own = {**ASSUMPTIONS, "shared_readings": {"precision": {"default": "bf16", "why": "its loss is robust"}}}
     paper = load_paper("damlrrm", _with_shared(tmp_path, assumptions=own).parent)
     reading = paper.assumptions.readings["precision"]
     assert (reading.default, reading.why, reading.question) == (
-        "fp32",
-        "its loss is sensitive",
+        "bf16",
+        "its loss is robust",
         "fp32 or bf16 on CUDA?",
     )
     recipe = paper.run("one").recipe()
-    assert not recipe.training.bf16 and recipe.variant == ""
+    assert recipe.training.bf16 and recipe.variant == ""
 
 
 def _shared_with(mutate):

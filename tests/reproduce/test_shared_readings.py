@@ -56,8 +56,8 @@ def _results(recipe, device_type: str, evaluations=HISTORY) -> ResultsFile:
 @pytest.mark.parametrize("run", FIRST_RUNS, ids=_name)
 def test_every_run_rests_on_both_shared_readings_at_its_papers_default(run):
     assert all({"precision", "selection"} <= set(other.reading_names) for other in CATALOG[run.paper].runs)
-    # anml keeps its own default, fp32 (its losses round cosines before scaling them); the others train in bf16
-    assert run.default_reading("precision") == ("fp32" if run.paper == "anml" else "bf16")
+    # every paper trains in fp32, as the papers did (anml with its own why: its losses round cosines before scaling)
+    assert run.default_reading("precision") == "fp32"
     assert run.default_reading("selection") == "best-r1"
     assert run.recipe().readings["precision"] == run.default_reading("precision")
 

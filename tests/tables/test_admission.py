@@ -108,13 +108,16 @@ def test_a_run_of_a_recipe_that_changed_since_is_refused_by_its_hash(root):
 
 
 # What 40ae3e4 recorded for the pinned run with random crops, seed 0, on the cache pipeline (hashed apart from its
-# PIL runs then, though its batches are theirs).
+# PIL runs then, though its batches are theirs), when training.bf16 was true unless set.
 RANDOM_CROP_CACHE_RUN_HASH_BEFORE_AUTO = "657c687843652cac41f996f20e39e8e6c1ee43f95df515e915eb1daf1d13af58"
 
 
 def test_an_earlier_versions_cache_run_of_the_pil_batches_is_admitted_by_the_hash_it_recorded(tmp_path):
     write_papers_dir(tmp_path)
-    random_crops = {"data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}}}
+    random_crops = {
+        "data": {"dataset": "cub200", "num_workers": 0, "transforms": {"train_crop": "random_crop"}},
+        "training": {"iterations": 10, "bf16": True},
+    }
     write_recipe(tmp_path / "reproduce", **random_crops)
     payload = pinned_payload(random_crops)
     payload["recipe"]["overrides"].append("data.pipeline=cache")
@@ -233,11 +236,11 @@ def test_a_results_file_of_another_dataset_is_refused(root):
 
 
 def test_a_precision_its_recipe_does_not_train_in_on_that_device_is_refused(root):
-    payload = pinned_payload()  # on an H100, its recipe at training.bf16's default: bf16 autocast
-    _forge(root, {**payload, "precision": "bf16"}, name="honest-seed0.json")
-    assert _admit(root).refused == []
+    payload = pinned_payload()  # on an H100, its recipe at training.bf16's default: fp32
     _forge(root, {**payload, "precision": "fp32"}, name="honest-seed0.json")
-    assert _only_refusal(_admit(root)) == "field precision: expected 'bf16' (its recipe's), found 'fp32'"
+    assert _admit(root).refused == []
+    _forge(root, {**payload, "precision": "bf16"}, name="honest-seed0.json")
+    assert _only_refusal(_admit(root)) == "field precision: expected 'fp32' (its recipe's), found 'bf16'"
 
 
 def test_a_run_stopped_short_of_its_last_iteration_is_refused(root):

@@ -61,8 +61,8 @@ def test_the_page_reads_like_the_paper_with_our_numbers_beside_it(results):
         in text
     )
     assert "k-means faiss (20 iterations, seed 0), NMI arithmetic" in text
-    # the shared reading precision as the runs ran it: damlrrm's default, bf16, on the runs' GPU
-    assert "NMI arithmetic, model trained under bf16 autocast (loss and test embeddings in fp32)" in text
+    # the precision the runs trained in on their GPU: training.bf16's default, fp32
+    assert "NMI arithmetic, model trained in fp32" in text
     assert "- Code: `feedc0f`" in text and "- Devices: NVIDIA H100" in text
     assert "Runs planned: 2 deep-network runs (reproduce/damlrrm/), 0 linear runs" in text
     lifted, ours = _table(text, "## table1: Retrieval on CUB")

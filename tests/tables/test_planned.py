@@ -35,7 +35,7 @@ def test_a_table_lists_the_assumptions_and_readings_its_runs_rest_on():
     plan = load_plan(RECIPES_DIR, "damlrrm")
     assumptions, readings = plan.rests_on("table7")  # OURS 2 and Full PPs: one PK stream, no shuffled pool
     # the shared readings (reproduce/readings.yaml) at their defaults, and no damlrrm.shuffled-pool
-    assert readings == {"precision": "bf16", "selection": "best-r1", "damlrrm.lr": "1e-4"}
+    assert readings == {"precision": "fp32", "selection": "best-r1", "damlrrm.lr": "1e-4"}
     assert plan.reading_values["damlrrm.lr"] == ["1e-4", "1e-3"]
     assert "one-stream-batch" in assumptions and "two-stream-batch" not in assumptions
     assumptions, readings = plan.rests_on("table1")
