@@ -115,16 +115,23 @@ class OneBatchRun:
     images: torch.Tensor
     labels: torch.Tensor
     start: dict = dataclasses.field(default_factory=dict)
+    spare: tuple[torch.Tensor, torch.Tensor] | None = None  # the batch source's second batch (images, labels)
 
     @classmethod
-    def build(cls, recipe, context: CheckContext) -> OneBatchRun:
+    def build(cls, recipe, context: CheckContext, spare_batch: bool = False) -> OneBatchRun:
         torch.manual_seed(0)
         parts = build_run(recipe, context.data_root, context.device)
         with closing(parts.batches.epoch(0, 0)) as batches:
-            images, positions = next(iter(batches))
+            loaded = iter(batches)
+            first = next(loaded)
+            second = next(loaded, None) if spare_batch else None
         parts.batches.close()
-        labels = torch.as_tensor(parts.dense_labels).to(context.device)[positions]
-        run = cls(parts, images, labels)
+        if spare_batch and second is None:
+            raise PartFailed(f"{recipe.id}: its first epoch holds one batch, and a second one was asked for")
+        dense_labels = torch.as_tensor(parts.dense_labels).to(context.device)
+        run = cls(parts, first[0], dense_labels[first[1]])
+        if second is not None:
+            run.spare = (second[0], dense_labels[second[1]])
         run.start = {name: copy.deepcopy(getattr(parts, name).state_dict()) for name in _STATEFUL}
         return run
 
@@ -135,10 +142,14 @@ class OneBatchRun:
         self.parts.model.train()
         torch.manual_seed(1)
 
-    def step(self, forward, loss_fn, settings, images: torch.Tensor | None = None) -> None:
-        """One training step on the batch (or on ``images``: the same batch in another layout)."""
-        parts, images = self.parts, self.images if images is None else images
-        train_step(forward, loss_fn, parts.optimizer, parts.scheduler, images, self.labels, settings)
+    def step(
+        self, forward, loss_fn, settings, images: torch.Tensor | None = None, labels: torch.Tensor | None = None
+    ) -> None:
+        """One training step on the batch (or on ``images``: the same batch in another layout, or with ``labels``
+        another batch)."""
+        images = self.images if images is None else images
+        labels = self.labels if labels is None else labels
+        train_step(forward, loss_fn, self.parts.optimizer, self.parts.scheduler, images, labels, settings)
 
 
 _STATEFUL = ("model", "loss", "optimizer", "scheduler")

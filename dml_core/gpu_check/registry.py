@@ -20,13 +20,13 @@ from dml_core.registry import Registry
 
 # needs_seconds: what a part takes to give its figures on a 16-core GPU box (H200 figures where measured, with room
 # for start-up; the others estimated): all of them for a part that cannot stop early, the first for one that
-# stops at the time limit with what it has (smoke, bench, overhead, graphs).
+# stops at the time limit with what it has (precision, smoke, bench, overhead, graphs).
 _PARTS = {
     part.name: part
     for part in (
         Part("parity", "one training step of every loss, CPU against GPU (fp32, no TF32)", run_parity,
              needs_seconds=15),
-        Part("precision", "one step of every loss under bf16 autocast against fp32, beside another batch's",
+        Part("precision", "bf16 autocast against fp32: a step of every loss, 3 of each paper's main recipe",
              run_precision, needs_seconds=20),
         Part("pipelines", "the cache pipeline's training batches on the GPU against the PIL path's", run_pipelines,
              needs_seconds=20),

@@ -11,10 +11,9 @@ import torch
 from dml_core.gpu_check import graphs
 from dml_core.gpu_check import part as part_module
 from dml_core.gpu_check.graphs import run_graphs
-from dml_core.gpu_check.overhead import bound_recipe
 from dml_core.gpu_check.part import CheckContext, PartFailed, PartStopped
-from dml_core.recipes import smoke_version
 from dml_core.training.cuda_graphs import GraphedForward
+from tests.gpu_check.small_recipes import narrow_smoke_recipe
 
 RUNS = ("damlrrm/ours-cub200", "drml/drml-pa-cub200")  # a tensor output, a dataclass output
 
@@ -35,15 +34,10 @@ def _failing_capture(module, images):
     raise RuntimeError("operation not permitted when stream is capturing")
 
 
-def _narrow_smoke_recipe(run: str):
-    recipe = smoke_version(bound_recipe(run))
-    return recipe.model_copy(update={"model": recipe.model.model_copy(update={"width": 0.125})})
-
-
 def _run(tmp_path, capture, runs=RUNS):
     context = CheckContext(torch.device("cpu"), tmp_path / "work", tmp_path / "data", tmp_path, log=lambda line: None)
     graphed = functools.partial(GraphedForward, capture=capture)
-    return run_graphs(context, runs, _narrow_smoke_recipe, graphed=graphed, steps=2, warmup=1, timed=2)
+    return run_graphs(context, runs, narrow_smoke_recipe, graphed=graphed, steps=2, warmup=1, timed=2)
 
 
 @pytest.mark.usefixtures("glyph_data_root")
