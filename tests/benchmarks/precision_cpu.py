@@ -38,12 +38,16 @@ def cpu_autocast_for_cuda(device: torch.device, enabled: bool):
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
 
 
-def measure(data_root: Path, work_dir: Path, runs=precision.RUNS) -> dict[str, dict]:
-    """Each run's figures at the mini scale, under the stand-in autocast (restored after)."""
+def measure(data_root: Path, work_dir: Path, runs: tuple[str, ...] | None = None) -> dict[str, dict]:
+    """Each run's figures at the mini scale (``runs``: the precision part's, unless given), under the stand-in
+    autocast (restored after)."""
     context = CheckContext(torch.device("cpu"), work_dir, data_root, work_dir)
     trainer_autocast, step.autocast = step.autocast, cpu_autocast_for_cuda
     try:
-        return {run: precision.recipe_precision_figures(mini_version(load_recipe(run)), context) for run in runs}
+        return {
+            run: precision.recipe_precision_figures(mini_version(load_recipe(run)), context)
+            for run in runs or precision.RUNS
+        }
     finally:
         step.autocast = trainer_autocast
 
