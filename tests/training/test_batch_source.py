@@ -20,7 +20,9 @@ from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
 
-# What 40ae3e4 hashed the tiny run as on the cache pipeline (the same batches as its PIL runs, hashed apart then).
+# What 40ae3e4 hashed the tiny run as on the cache pipeline (the same batches as its PIL runs, hashed apart then), when
+# training.bf16 was true unless set (a CPU run is fp32 whatever it says).
+BF16_AS_THEN = {"bf16": True}
 TINY_CACHE_HASH_BEFORE_AUTO = "72e1cdca48c214e1a15a839fe8184262cc42dd93336d314b093c6edd3e7914ee"
 
 
@@ -133,7 +135,7 @@ def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_
     data_root = tmp_path / "data"
     runs = {}
     for pipeline in ("auto", "pil"):
-        recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": pipeline})))
+        recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": pipeline}, training=BF16_AS_THEN)))
         runs[pipeline] = load_results(train(recipe, tmp_path / pipeline, data_root=data_root, progress=False))
     assert [e.metrics for e in runs["auto"].evaluations] == [e.metrics for e in runs["pil"].evaluations]
     assert runs["auto"].recipe.sha256 == runs["pil"].recipe.sha256
@@ -145,7 +147,7 @@ def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_
 
     # An earlier version hashed a cache run of the same batches apart: its results file finishes this run, and
     # its checkpoint continues it (a hash of another recipe still does neither).
-    recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": "cache"})))
+    recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": "cache"}, training=BF16_AS_THEN)))
     results_path = tmp_path / "pil" / "results.json"
     written = results_path.read_text()
     for recorded, finished in ((TINY_CACHE_HASH_BEFORE_AUTO, True), ("0" * 64, False)):

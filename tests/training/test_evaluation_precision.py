@@ -55,8 +55,7 @@ def test_the_stand_in_autocasts_the_training_forward(autocast_as_on_cuda):
 
 
 def test_evaluation_embeds_without_autocast_though_the_recipe_trains_in_bf16(autocast_as_on_cuda):
-    recipe = Recipe.model_validate(TINY_RECIPE)
-    assert recipe.training.bf16
+    recipe = Recipe.model_validate({**TINY_RECIPE, "training": {**TINY_RECIPE["training"], "bf16": True}})
     labels = torch.arange(40) % 4
     items = torch.randn(40, 4, generator=torch.Generator().manual_seed(0)) + labels[:, None].float()
     model = RecordingModel()
