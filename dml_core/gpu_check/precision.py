@@ -127,11 +127,16 @@ def run_precision(context: CheckContext, runs=RUNS, recipe_of=bound_recipe) -> O
     figures = {"losses": losses, "recipes": recipes}
     for run in runs:
         context.stop_if_out_of_time(f"{len(losses)} losses and {len(recipes)} of {len(runs)} recipes", figures)
-        recipes[run] = recipe_precision_figures(recipe_of(run), context)
+        try:
+            recipes[run] = recipe_precision_figures(recipe_of(run), context)
+        except Exception as error:  # reported, never a failure: the other recipes and the losses' figures stand
+            recipes[run] = {"error": f"{type(error).__name__}: {error}"}
         context.log(f"precision {run}: {recipes[run]}")
-    nudges = {run: figure["ratio_to_nudge"] for run, figure in recipes.items()}
-    beyond_nudge = f" and {min(nudges.values()):.0f}-{max(nudges.values()):.0f}x a nudge's" if nudges else ""
-    return Outcome(f"{_summary(losses, 'losses')}; {_summary(recipes, 'recipes')}{beyond_nudge}", figures)
+    measured = {run: figure for run, figure in recipes.items() if "error" not in figure}
+    nudges = [figure["ratio_to_nudge"] for figure in measured.values()]
+    beyond_nudge = f" and {min(nudges):.0f}-{max(nudges):.0f}x a nudge's" if nudges else ""
+    failed = f"; {len(recipes) - len(measured)} could not run" if len(measured) < len(recipes) else ""
+    return Outcome(f"{_summary(losses, 'losses')}; {_summary(measured, 'recipes')}{beyond_nudge}{failed}", figures)
 
 
 def _summary(figures: dict[str, dict], what: str) -> str:

@@ -93,3 +93,19 @@ def test_the_time_limit_stops_the_part_between_recipes_with_the_figures_of_those
         "triplet",
         "contrastive",
     }
+
+
+def test_a_recipe_that_cannot_run_is_reported_beside_the_others(tmp_path, monkeypatch):
+    monkeypatch.setattr(precision, "LOSSES", {"triplet": None})
+
+    def figures_or_error(recipe, context):
+        if recipe == "b/two":
+            raise RuntimeError("out of memory")
+        return {"ratio": 0.5, "ratio_to_nudge": 30}
+
+    monkeypatch.setattr(precision, "recipe_precision_figures", figures_or_error)
+    context = CheckContext(device=CPU, work_dir=tmp_path, data_root=tmp_path, report_dir=tmp_path)
+    outcome = precision.run_precision(context, runs=("a/one", "b/two"), recipe_of=lambda run: run)
+    assert outcome.figures["recipes"]["b/two"] == {"error": "RuntimeError: out of memory"}
+    assert "; 1 recipes: bf16 moves an update by 5.0e-01" in outcome.summary
+    assert outcome.summary.endswith("30-30x a nudge's; 1 could not run")
