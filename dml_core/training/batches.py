@@ -19,7 +19,7 @@ from dml_core.data.registry import DatasetSpec
 from dml_core.data.transforms import ToModelInput
 from dml_core.data.validation_split import training_positions
 from dml_core.recipes.settings import Recipe
-from dml_core.training.loaders import kept_loader, loader_workers
+from dml_core.training.loaders import batch_to_model_input, kept_loader, loader_workers
 from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
 # Drawing ~100 crop boxes takes a worker a few milliseconds a batch: one keeps ahead of any step.
@@ -73,14 +73,11 @@ class LoaderBatches(_KeptLoaderBatches):
         to_model_input: ToModelInput | None = None,
     ) -> None:
         super().__init__(train_set, sampler, seed, num_workers, device, slots, pipeline)
-        self.to_model_input = None if to_model_input is None else to_model_input.to(device)
+        self.model_input = batch_to_model_input(device, to_model_input)
 
     def epoch(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for images, _, positions in self._loaded(epoch, start):
-            images = images.to(self.device, non_blocking=True)
-            if self.to_model_input is not None:
-                images = self.to_model_input(images)
-            yield images, positions.to(self.device, non_blocking=True)
+            yield self.model_input(images), positions.to(self.device, non_blocking=True)
 
 
 class CachedBatches(_KeptLoaderBatches):

@@ -20,7 +20,7 @@ from dml_core.results import select_every_rule
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
 from dml_core.training.distributed import SINGLE_PROCESS, Process
-from dml_core.training.loaders import kept_loader, loader_workers
+from dml_core.training.loaders import batch_to_model_input, kept_loader, loader_workers
 
 
 class NonFiniteEmbeddingsError(RuntimeError):
@@ -43,8 +43,7 @@ class TestSetEmbedder:
         dataset = test_set.dataset
         if process.active:
             dataset = Subset(dataset, process.slice_of(len(dataset)))
-        self.device = device
-        self.to_model_input = None if test_set.to_model_input is None else test_set.to_model_input.to(device)
+        self.model_input = batch_to_model_input(device, test_set.to_model_input)
         workers = loader_workers(recipe.data.num_workers)
         self.loader = kept_loader(
             dataset, batch_size=recipe.training.eval_batch_size, shuffle=False, num_workers=workers, device=device
@@ -58,10 +57,7 @@ class TestSetEmbedder:
         chunks = []
         with torch.no_grad():
             for images, _, _ in self.loader:
-                inputs = images.to(self.device, non_blocking=True)
-                if self.to_model_input is not None:  # uint8 images from the loader, converted here
-                    inputs = self.to_model_input(inputs)
-                chunks.append(model.embed(inputs).float().cpu())
+                chunks.append(model.embed(self.model_input(images)).float().cpu())
         model.train(was_training)
         return torch.cat(chunks).numpy()
 

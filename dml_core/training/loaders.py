@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 
 import torch
 from torch.utils.data import DataLoader
 
 from dml_core.cpu_cores import available_cores
+from dml_core.data.transforms import ToModelInput
 from dml_core.errors import InputError
 
 WORKER_START_METHOD = "forkserver"
@@ -56,6 +58,18 @@ def worker_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context(WORKER_START_METHOD)
     context.set_forkserver_preload(WORKER_PRELOAD)  # read when the forkserver starts (once per process)
     return context
+
+
+def batch_to_model_input(
+    device: torch.device, to_model_input: ToModelInput | None
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A loader's image batch -> the model's input on ``device``: copied there (asynchronously, from the loader's
+    pinned memory) and, for uint8 images, converted there by ``to_model_input``; None: the images are the model's
+    input already."""
+    if to_model_input is None:
+        return lambda images: images.to(device, non_blocking=True)
+    on_device = to_model_input.to(device)
+    return lambda images: on_device(images.to(device, non_blocking=True))
 
 
 def kept_loader(dataset, *, num_workers: int, device: torch.device, **options) -> DataLoader:
