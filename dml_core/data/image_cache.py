@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from filelock import FileLock
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 from tqdm import tqdm
@@ -36,10 +37,20 @@ from dml_core.errors import InputError
 from dml_core.recipes.settings import TransformSettings
 
 CACHE_VERSION = 1
+LOCKS_FOLDER = ".locks"
 
 
 def cache_dir(root: Path, spec: DatasetSpec, split: str, resize_mode: str, resize: int) -> Path:
     return Path(root) / spec.name / "cache" / f"{split}-{resize_mode}{resize}"
+
+
+def _build_lock(root: Path, spec: DatasetSpec, split: str, resize_mode: str, resize: int) -> FileLock:
+    """The lock one builder of this cache holds (an flock: released when its holder ends, however it ends; re-entrant
+    in a thread). Its file stays, in ``cache/.locks/``: unlinking a lock file races with its next taker."""
+    folder = cache_dir(root, spec, split, resize_mode, resize)
+    locks = folder.parent / LOCKS_FOLDER
+    locks.mkdir(parents=True, exist_ok=True)
+    return FileLock(locks / f"{folder.name}.lock", is_singleton=True)
 
 
 def _index_sha256(root: Path, spec: DatasetSpec) -> str:
@@ -57,7 +68,22 @@ def build_cache(
     worker_context: BaseContext | None = None,
 ) -> Path:
     """Decode and resize every image of a split once; return the cache folder. ``workers`` processes decode (in
-    order; ``worker_context`` starts them: a process that has used CUDA must not fork them), 0: this process."""
+    order; ``worker_context`` starts them: a process that has used CUDA must not fork them), 0: this process.
+    Holds the cache's build lock: a second builder waits, then builds again."""
+    with _build_lock(root, spec, split, resize_mode, resize):
+        return _write_cache(spec, root, split, resize_mode, resize, progress, workers, worker_context)
+
+
+def _write_cache(
+    spec: DatasetSpec,
+    root: Path,
+    split: str,
+    resize_mode: str,
+    resize: int,
+    progress: bool,
+    workers: int,
+    worker_context: BaseContext | None,
+) -> Path:
     split_index = load_split(spec, root, split)
     resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
     decoded = DataLoader(
@@ -67,9 +93,7 @@ def build_cache(
         multiprocessing_context=worker_context if workers else None,
     )
     target = cache_dir(root, spec, split, resize_mode, resize)
-    # Per process: ranks of a multi-process run that build the embedded cache on first use do not collide; what
-    # killed builds left (their owner no longer runs) is removed first.
-    target.parent.mkdir(parents=True, exist_ok=True)
+    # What killed builds left (their owner no longer runs) is removed first.
     remove_stale_temporaries(target.parent, f"{target.name}.partial-")
     staging = target.with_name(f"{target.name}.partial-{owner_tag()}")
     shutil.rmtree(staging, ignore_errors=True)
@@ -157,8 +181,13 @@ def cache_problem(spec: DatasetSpec, root: Path, split: str, resize_mode: str, r
 def ensure_generated_cache(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> None:
     """Build a generated dataset's cache (seconds) unless a current one is there; a run calls it before
     ``load_cache``, after ``data.prepare.ensure_generated``. A downloaded dataset's is left to ``dml prepare``."""
-    if spec.generated and cache_problem(spec, root, split, resize_mode, resize):
-        build_cache(spec, root, split, resize_mode, resize, progress=False)
+    if not spec.generated:
+        return
+    # Checked again under the lock: the ranks of a multi-process run all get here at once, and those that waited
+    # find the cache the first one built (two builds would each replace the other's, under its readers).
+    with _build_lock(root, spec, split, resize_mode, resize):
+        if cache_problem(spec, root, split, resize_mode, resize):
+            build_cache(spec, root, split, resize_mode, resize, progress=False)
 
 
 def load_cache(spec: DatasetSpec, root: Path, split: str, resize_mode: str, resize: int) -> ImageCache:

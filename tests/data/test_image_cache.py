@@ -1,4 +1,11 @@
-"""The decoded uint8 cache: exactly the PIL path's resized pixels, refused when absent or stale."""
+"""The decoded uint8 cache: exactly the PIL path's resized pixels, refused when absent or stale, built once when
+processes sharing a data root ask for it at the same time."""
+
+import json
+import multiprocessing
+import time
+import traceback
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -6,8 +13,9 @@ import torch
 from torchvision.transforms import v2
 
 from dml_core.atomic_io import owner_tag
-from dml_core.data import load_image, load_split
+from dml_core.data import image_cache, load_image, load_split
 from dml_core.data.image_cache import (
+    LOCKS_FOLDER,
     build_cache,
     cache_dir,
     cache_problem,
@@ -21,6 +29,11 @@ from dml_core.errors import InputError
 from dml_core.recipes.settings import TransformSettings
 from dml_core.training.loaders import worker_context
 from tests.test_atomic_io import dead_pid
+
+
+def _entries(cache_folder: Path) -> list[str]:
+    """The cache folder's entries but its build locks."""
+    return sorted(path.name for path in cache_folder.iterdir() if path.name != LOCKS_FOLDER)
 
 
 @pytest.mark.parametrize("mode", ["squash", "shorter_side"])
@@ -51,7 +64,7 @@ def test_missing_and_stale_caches_say_what_to_run(odd_sized_cub):
     with pytest.raises(InputError, match="cache is stale"):
         load_cache(cub, odd_sized_cub, "train", "squash", 40)
     folder = cache_dir(odd_sized_cub, cub, "train", "squash", 40)
-    assert [path.name for path in folder.parent.iterdir()] == [folder.name]  # no staging folder left behind
+    assert _entries(folder.parent) == [folder.name]  # no staging folder left behind
 
 
 def test_a_damaged_cache_record_is_refused_with_what_to_run(odd_sized_cub):
@@ -95,7 +108,7 @@ def test_a_killed_builds_staging_folder_is_removed_by_the_next_build(odd_sized_c
     stale.mkdir(parents=True)
     (stale / "pixels.u8").write_bytes(b"\0" * 4096)  # a real one holds gigabytes
     build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
-    assert [path.name for path in folder.parent.iterdir()] == [folder.name]
+    assert _entries(folder.parent) == [folder.name]
 
 
 @pytest.mark.parametrize("mode", ["squash", "shorter_side"])
@@ -119,3 +132,52 @@ def test_worker_processes_build_the_same_cache(odd_sized_cub):
     (pixels, index), (in_workers, workers_index) = built(0), built(2)
     assert in_workers == pixels and index.keys() == workers_index.keys()
     assert all(np.array_equal(index[name], workers_index[name]) for name in index)
+
+
+def _first_use_of_the_generated_cache(root: str, barrier, log: str) -> None:
+    """What each rank of a multi-process run does on its first step (``training.batches.pipeline_for_run``), with
+    every build held open for a second and its span recorded, so that builds at the same time would overlap."""
+    build = image_cache.build_cache
+
+    def slow_build(*args, **kwargs):
+        started = time.time()
+        time.sleep(1.0)
+        folder = build(*args, **kwargs)
+        with open(log, "a", encoding="utf-8") as spans:
+            spans.write(json.dumps([started, time.time()]) + "\n")
+        return folder
+
+    image_cache.build_cache = slow_build
+    try:
+        glyphs = get_spec("embedded")
+        barrier.wait(timeout=120)
+        ensure_generated_cache(glyphs, Path(root), "train", "squash", 24)
+        load_cache(glyphs, Path(root), "train", "squash", 24)
+    except BaseException:
+        Path(f"{log}.error-{multiprocessing.current_process().name}").write_text(traceback.format_exc())
+        raise
+
+
+def test_processes_that_need_the_generated_cache_at_once_build_it_once(tmp_path, copy_glyph_sets):
+    """Two ranks that built the cache at the same time each replaced the other's, under the other's reader: one of
+    them failed with "Directory not empty" on its rename, or found no cache when it loaded."""
+    copy_glyph_sets(tmp_path)
+    log = tmp_path / "builds.jsonl"
+    context = multiprocessing.get_context("fork")  # the dataset is there already: nothing but the cache to do
+    barrier = context.Barrier(2)
+    ranks = [
+        context.Process(
+            target=_first_use_of_the_generated_cache, args=(str(tmp_path), barrier, str(log)), name=f"rank{i}"
+        )
+        for i in range(2)
+    ]
+    for rank in ranks:
+        rank.start()
+    for rank in ranks:
+        rank.join(timeout=300)
+    errors = {path.name: path.read_text() for path in tmp_path.glob("builds.jsonl.error-*")}
+    assert [rank.exitcode for rank in ranks] == [0, 0], errors
+    spans = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(spans) == 1, f"the cache was built {len(spans)} times: {spans}"
+    folder = cache_dir(tmp_path, get_spec("embedded"), "train", "squash", 24)
+    assert _entries(folder.parent) == [folder.name]  # no staging folder
