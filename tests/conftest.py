@@ -17,6 +17,7 @@ from dml_core.cpu_cores import available_cores
 from dml_core.data.prepare import ensure_generated, prepare
 from dml_core.data.registry import get_spec
 from tests.data.layouts import make_cub, shrink_spec, write_jpeg
+from tests.processes import log_files_report
 
 
 def threads_per_worker(cores: int, workers: int) -> int:
@@ -46,6 +47,19 @@ def slow_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
     their order."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     return sorted(items, key=lambda item: item.path not in slow_files)  # stable
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed test's report shows the process logs under its ``tmp_path`` (the child logs of the GPU check's parts,
+    submitit's job logs), each process's head and tail: the failure's cause is often in a child's own output."""
+    report = yield
+    tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and call.when == "call" and tmp_path is not None and Path(tmp_path).is_dir():
+        logs = log_files_report(Path(tmp_path))
+        if logs:
+            report.sections.append(("process logs under tmp_path", logs))
+    return report
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.loss_ops import MAIN_RECIPES
+from tests.processes import completed_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,7 @@ def test_the_pipeline_benchmark_measures_every_papers_worker(tmp_path):
         "DML_BENCH_SCALE": "0.1",
     }
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
-    assert completed.returncode == 0, completed.stdout[-3000:]
+    assert completed.returncode == 0, completed_report(completed)
     report = json.loads((tmp_path / "pipeline-cpu.json").read_text())
     assert set(report["papers"]) == set(MAIN_RECIPES) and report["rounds"] == 3
     for paper, figures in report["papers"].items():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import completed_report
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,7 +31,7 @@ def _run_benchmark(tmp_path, data_root, selection: str):
         "HF_HUB_OFFLINE": "1",
     }
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600)
-    assert completed.returncode == 0, completed.stdout[-3000:]
+    assert completed.returncode == 0, completed_report(completed)
     return json.loads((tmp_path / "training-cpu_training.cuda_graphs-true.json").read_text())
 
 

@@ -11,6 +11,7 @@ import torch
 from dml_core.evaluation import evaluate
 from dml_core.evaluation.knn import CHUNKED_SEARCH, SYMMETRIC_MAX_K, SYMMETRIC_SEARCH, rank_neighbours, rank_within_set
 from dml_core.evaluation.knn_symmetric import class_blocks, rank_symmetric
+from tests.processes import completed_report
 
 
 def _chunked(x, y, k):
@@ -90,7 +91,7 @@ def test_a_forked_child_can_search_after_its_parent_did():
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_THREADING_LAYER"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, completed_report(result)
 
 
 def test_the_cpu_single_set_search_is_symmetric_up_to_the_k_limit_then_chunked():

@@ -19,6 +19,7 @@ from dml_core.gpu_check.device import GpuState, probe_gpu
 from dml_core.gpu_check.part import Outcome, Part, PartFailed
 from dml_core.gpu_check.registry import PARTS
 from dml_core.gpu_check.report import NO_GPU, SCHEMA, load_report
+from tests.processes import completed_report
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_GPU_HERE = GpuState()
@@ -59,7 +60,7 @@ def test_on_the_cpu_every_cuda_part_is_skipped_end_to_end(tmp_path):
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "dml_core.gpu_check", "--report-dir", str(tmp_path)]
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed_report(completed)
     report = json.loads((tmp_path / "gpu-check-cpu.json").read_text())
     assert report["schema"] == SCHEMA and report["device"] == "no usable GPU"
     assert set(report["parts"]) == set(PARTS)

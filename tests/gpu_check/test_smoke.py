@@ -17,6 +17,7 @@ from dml_core.results import load_results
 from dml_core.runner.plan import paper_runs, plan_runs
 from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
+from tests.processes import completed_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,7 +67,7 @@ def test_the_driver_trains_a_papers_runs_in_one_process_with_loader_workers(tmp_
     ]  # fmt: skip
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     completed = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed_report(completed)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary == {"deep_runs": 2, "devices": {"cpu": 2}, "trained": 2, "failed": {}}
     deep = paper_runs(ROOT / "reproduce", "damlrrm", only)[0]

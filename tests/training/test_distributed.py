@@ -53,7 +53,7 @@ def test_evaluation_slices_cover_the_test_set_once():
 def test_two_gloo_processes_match_one_process_on_the_same_global_batch(tmp_path):
     out = tmp_path / "ddp.pt"
     completed = torchrun(2, str(Path(ddp_step_worker.__file__)), str(out))
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed.report()
     distributed = torch.load(out)
     assert distributed["evaluation"] == ddp_step_worker.run_evaluation(SINGLE_PROCESS)
     for name in ddp_step_worker.CASES:
@@ -94,7 +94,7 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     env = {"DML_DATA_ROOT": str(data_root)}
     # as a scheduler stops a job: SIGTERM to torchrun, which passes it on, right after iteration 2's checkpoint
     stopped = torchrun(2, str(Path(stopped_by_the_scheduler.__file__)), "2", *train_args, env=env)
-    assert stopped.returncode != 0, "the run must have been stopped"
+    assert stopped.returncode != 0, f"the run must have been stopped\n{stopped.report()}"
     checkpoint = out / "checkpoint.pt"
     state = load_checkpoint(checkpoint)
     assert state["iteration"] == 2 and not state["finished"]
@@ -107,7 +107,7 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     assert load_checkpoint(checkpoint)["iteration"] == 2, "the refused resume left the checkpoint as it was"
 
     completed = torchrun(2, *args, "--resume", env=env)
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed.report()
     two = load_results(out / "results.json")
     assert two.world_size == 2 and two.timing.resumed_runs == 1
     assert two.environment["distributed"] == {
