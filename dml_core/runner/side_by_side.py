@@ -17,6 +17,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 from unittest import mock
 
@@ -33,6 +34,20 @@ ONE_THREAD_ENVIRONMENT = {
 
 def _one_thread() -> None:
     torch.set_num_threads(1)
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended without a Python error (a signal, a crash in native code, ``os._exit``): every job
+    under way or waiting then fails with this, which names the job and each worker's exit code."""
+
+    def __init__(self, job: object, workers: Sequence[multiprocessing.Process]):
+        for worker in workers:
+            worker.join(timeout=30)  # the pool ends the others once one has died
+        codes = ", ".join(f"pid {worker.pid}: {worker.exitcode}" for worker in workers)
+        super().__init__(
+            f"{job}: not finished: a worker process ended abruptly (exit codes {codes}; -N is signal N, -9 often "
+            "the out-of-memory killer); what it wrote before is on stderr above this"
+        )
 
 
 def run_side_by_side(
@@ -52,11 +67,14 @@ def run_side_by_side(
         # copies it), then as before.
         with mock.patch.dict(os.environ, ONE_THREAD_ENVIRONMENT):
             pending: dict[Future, Job] = {pool.submit(work, job): job for job in jobs}
+        started = list((getattr(pool, "_processes", None) or {}).values())
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 job = pending.pop(future)
                 error = future.exception()
+                if isinstance(error, BrokenProcessPool):
+                    error = WorkerDied(job, started)
                 yield job, error if error is not None else future.result()
         finished = True
     finally:

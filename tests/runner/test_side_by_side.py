@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.runner.side_by_side import ONE_THREAD_ENVIRONMENT, run_side_by_side
+from dml_core.runner.side_by_side import ONE_THREAD_ENVIRONMENT, WorkerDied, run_side_by_side
 
 
 def _where(job: int) -> tuple[int, int, int, dict]:
@@ -24,6 +24,13 @@ def _where(job: int) -> tuple[int, int, int, dict]:
 def _fails_on_two(job: int) -> int:
     if job == 2:
         raise InputError(f"job {job}: expected anything else")
+    return job
+
+
+def _dies_on_two(job: int) -> int:
+    if job == 2:
+        os._exit(3)  # as a crash in native code or a signal ends a worker: no exception to send back
+    time.sleep(5)
     return job
 
 
@@ -50,6 +57,14 @@ def test_an_exception_comes_back_in_place_of_its_result():
     outcomes = dict(run_side_by_side(_fails_on_two, [1, 2, 3], workers=2))
     assert outcomes[1] == 1 and outcomes[3] == 3
     assert isinstance(outcomes[2], InputError) and str(outcomes[2]) == "job 2: expected anything else"
+
+
+def test_a_worker_that_dies_is_named_with_its_exit_code_for_each_job_it_took_down():
+    outcomes = dict(run_side_by_side(_dies_on_two, [1, 2, 3], workers=2))
+    assert isinstance(outcomes[2], WorkerDied)
+    assert str(outcomes[2]).startswith("2: not finished: a worker process ended abruptly (exit codes pid ")
+    assert ": 3" in str(outcomes[2])  # the worker's own exit code, beside the others the pool then ended
+    assert all(isinstance(outcome, WorkerDied | int) for outcome in outcomes.values())
 
 
 def test_leaving_early_stops_the_workers_under_way():
