@@ -152,6 +152,13 @@ for _key in STUDIES:
 
 
 @nox.session
+def dml(session: nox.Session) -> None:
+    """The suite's command in the shared environment: `nox -s dml -- ARGS` runs `dml ARGS` (`-- --help` lists its
+    subcommands). Every message and document names it in this form."""
+    _dml(session, *session.posargs)
+
+
+@nox.session
 def tables(session: nox.Session) -> None:
     """Build tables/<paper>.md (+ plots) from the results files; arguments go to `dml tables`."""
     _dml(session, "tables", *session.posargs)

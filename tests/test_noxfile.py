@@ -1,4 +1,5 @@
-"""noxfile.py defines the reproduce-<key> (papers and fair), tables, nightly, gpu-check and environment sessions."""
+"""noxfile.py defines the reproduce-<key> (papers and fair), dml, tables, nightly, gpu-check and environment
+sessions."""
 
 import importlib.util
 import subprocess
@@ -21,7 +22,7 @@ def test_every_session_is_listed():
         capture_output=True, text=True, check=True, cwd=ROOT,
     ).stdout  # fmt: skip
     names = {line.split(" -> ")[0][2:] for line in listing.splitlines() if " -> " in line}
-    expected = {"tests", "lint", "bench", "environment", "tables", "nightly", "gpu-check"}
+    expected = {"tests", "lint", "bench", "environment", "dml", "tables", "nightly", "gpu-check"}
     expected |= {f"reproduce-{k}" for k in RECIPE_KEYS}  # the papers' and the fair study's
     assert expected <= names
 
@@ -44,3 +45,24 @@ def test_the_gpu_check_session_runs_the_module_in_the_shared_environment_with_it
     ((args, kwargs),) = session.calls
     assert args == ("shared/bin/python", "-m", "dml_core.gpu_check", "--parts", "smoke,resume", "--rerun-failed")
     assert kwargs["env"]["HF_HUB_OFFLINE"] == "1"
+
+
+def test_the_dml_session_is_the_form_every_message_names(monkeypatch):
+    from dml_core.command_line import dml
+
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    monkeypatch.setattr(noxfile, "shared_python", lambda session: "shared/bin/python")
+
+    class Session:
+        def __init__(self, posargs):
+            self.posargs, self.calls = posargs, []
+
+        def run(self, *args, **kwargs):
+            self.calls.append(args)
+
+    session = Session(["weights", "--fetch"])
+    noxfile.dml(session)
+    assert session.calls == [("shared/bin/python", "-m", "dml_core.cli", "weights", "--fetch")]
+    assert dml("weights --fetch").split(" -- ") == ["nox -s dml", "weights --fetch"]
