@@ -5,10 +5,12 @@ The one entry point is :func:`prepare` (``dml prepare`` calls it). Layout: every
 ``<root>/<dataset>/``; archives are unpacked there, user folders are linked there (no copy of large data),
 and ``dml_index.csv`` is written there last, only once the split checks pass and every image decodes.
 
-Checksums: a user's file is checked against the published md5 whatever its name (identified by name, by md5 or
-by the folder its content unpacks to); what cannot be checked is said in :attr:`Prepared.notes`. Annotation files
-with a published md5 (``cars_annos.mat``, the only carrier of Cars196's class ids) are checked wherever they lie.
-Staging folders of killed runs (``.extract-*``, private generation folders) are removed on the next start.
+Downloads: the catalog's sources (``catalog.dataset_sources``) are tried in order, each failure said in one line;
+when all fail, the error names every URL tried and the manual routes. Checksums: a user's file is checked against
+the published md5 whatever its name (identified by name, by md5 or by the folder its content unpacks to); what
+cannot be checked is said in :attr:`Prepared.notes`. The annotation files a layout reads that have a published md5
+(Cars196's: nothing else carries its class ids) are checked. Staging folders of killed runs (``.extract-*``,
+private generation folders) are removed on the next start.
 """
 
 from __future__ import annotations
@@ -17,17 +19,17 @@ import contextlib
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_folders
+from dml_core.data.catalog import DatasetSources, Source, dataset_sources
 from dml_core.data.decode_check import check_images_decode
-from dml_core.data.download import download, md5_of
+from dml_core.data.download import AllSourcesFailed, DownloadError, download, first_that_downloads, md5_of, say
 from dml_core.data.index import IndexRow, index_path, read_index, write_index
 from dml_core.data.registry import DatasetSpec, KnownFile
-from dml_core.data.sources.locate import find_files
 from dml_core.data.verify import verify_rows
 from dml_core.errors import InputError
 
@@ -79,21 +81,19 @@ def _check_release(spec: DatasetSpec, source: Path) -> str | None:
 
 
 def _check_annotation_files(spec: DatasetSpec, dataset_dir: Path) -> None:
-    """Published annotation files (not archives) must have their published md5 wherever they were found."""
-    for known in spec.files:
-        if is_archive(Path(known.filename)):
-            continue
-        for path in find_files(dataset_dir, known.filename):
-            found = md5_of(path) if path.is_file() else known.md5
-            if found != known.md5:
-                raise InputError(
-                    f"{spec.name}: {path}: checksum mismatch: expected md5 {known.md5} (the published "
-                    f"{known.filename}), found {found}; {spec.title}'s class ids come from this file alone, so a "
-                    f"different copy cannot be checked against the published split: use the published file"
-                )
+    """The annotation files the layout reads must have their published md5 (where one is published)."""
+    for path, published in spec.annotation_files(dataset_dir):
+        known = spec.known_file(published)
+        found = md5_of(path) if known else None
+        if known and found != known.md5:
+            raise InputError(
+                f"{spec.name}: {path}: checksum mismatch: expected md5 {known.md5} (the published "
+                f"{known.filename}), found {found}; {spec.title}'s class ids come from this file alone, so a "
+                f"different copy cannot be checked against the published split: use the published file"
+            )
 
 
-def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> str | None:
+def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path, progress: bool) -> str | None:
     """Make one user-supplied archive, file or folder part of ``dataset_dir``; return a note on what could not be
     checked."""
     if not source.exists():
@@ -113,30 +113,79 @@ def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path) -> str | None:
         return f"{source}: a folder: no archive md5 to check (its annotations, identities and counts are checked)"
     note = _check_release(spec, source)
     if is_archive(source) or top_folders(source):
-        extract(source, dataset_dir)
+        extract(source, dataset_dir, progress=progress)
     else:  # an annotation file shipped on its own (cars_annos.mat, list_eval_partition.txt)
         shutil.copy2(source, target)
     return note
 
 
-def _download_all(spec: DatasetSpec, dataset_dir: Path, progress: bool) -> None:
-    for known in spec.downloads:
-        archive = download(known.url, dataset_dir / known.filename, known.md5, progress=progress)
-        extract(archive, dataset_dir)
+def _fetch_source(sources: DatasetSources, source: Source, dataset_dir: Path, progress: bool, notes: list[str]) -> None:
+    """Download every file of one source and unpack its archives; a file that is no archive, though its name says
+    so (a host's HTML page instead of the file), fails the source like a failed download."""
+    for item in source.files:
+        checks = sources.checksums_of(item)
+        path = download(item.url, dataset_dir / item.file, checks.md5, sha256=checks.sha256, progress=progress)
+        if not (checks.md5 or checks.sha256):
+            notes.append(
+                f"{path}: downloaded from {item.url} with no checksum to check (its annotations, identities and "
+                "counts are checked)"
+            )
+        if is_archive(path) or top_folders(path):
+            try:
+                extract(path, dataset_dir, progress=progress)
+            except InputError as error:
+                path.unlink()
+                raise DownloadError(item.url, f"not the archive it names ({error})") from None
+
+
+def manual_routes(spec: DatasetSpec, root: Path) -> str:
+    """The catalog's routes that need a person, as commands, each ending in the ``dml prepare`` that takes it."""
+    routes = []
+    for route in dataset_sources(spec.name).manual:
+        archives = " ".join(f"--archive {archive}" for archive in route.archives)
+        steps = " && ".join(route.steps)
+        routes.append(f"{route.name}: `{steps}`, then `dml prepare {spec.name} --root {root} {archives}`")
+    return "; or ".join(routes)
+
+
+def _download(
+    spec: DatasetSpec, dataset_dir: Path, progress: bool, report: Callable[[str], None], notes: list[str]
+) -> list[IndexRow]:
+    sources = dataset_sources(spec.name)
+    try:
+        first_that_downloads(
+            sources.sources,
+            lambda source: _fetch_source(sources, source, dataset_dir, progress, notes),
+            spec.name,
+            report,
+        )
+    except AllSourcesFailed as failed:
+        manual = manual_routes(spec, dataset_dir.parent)
+        raise InputError(
+            f"{failed}; get a copy by hand{': ' + manual if manual else ''}; or pass one you have: "
+            f"`dml prepare {spec.name} --root {dataset_dir.parent} --archive PATH` ({spec.how_to_prepare})"
+        ) from None
+    return spec.build_index(dataset_dir)
 
 
 def _collect_rows(
-    spec: DatasetSpec, dataset_dir: Path, sources: Sequence[Path], allow_download: bool, progress: bool
+    spec: DatasetSpec,
+    dataset_dir: Path,
+    sources: Sequence[Path],
+    allow_download: bool,
+    progress: bool,
+    report: Callable[[str], None],
+    notes: list[str],
 ) -> list[IndexRow]:
     if sources or spec.generated:
         return spec.build_index(dataset_dir)
     try:  # already there from an earlier run?
         return spec.build_index(dataset_dir)
     except InputError as error:
-        if not (spec.downloads and allow_download):
-            raise InputError(f"{error} {spec.title}: {spec.how_to_prepare}.") from None
-    _download_all(spec, dataset_dir, progress)
-    return spec.build_index(dataset_dir)
+        if not (dataset_sources(spec.name).sources and allow_download):
+            manual = manual_routes(spec, dataset_dir.parent)
+            raise InputError(f"{error} {spec.title}: {spec.how_to_prepare}{'; ' + manual if manual else ''}.") from None
+    return _download(spec, dataset_dir, progress, report, notes)
 
 
 def _generate_in_place(spec: DatasetSpec, dataset_dir: Path) -> None:
@@ -166,9 +215,11 @@ def prepare(
     *,
     allow_download: bool = True,
     progress: bool = True,
+    report: Callable[[str], None] = say,
 ) -> Prepared:
     """Prepare the dataset ``spec`` under ``root``: bring in ``sources`` (archives, annotation files or folders), or
-    download the published archive where one exists, then verify the DML split and write the index.
+    download from the catalog's sources in order (``report`` says each failure in one line), then verify the DML
+    split and write the index.
 
     Refuses classification splits, missing annotation files, class ids that disagree with the layout, missing or
     undecodable images, checksum mismatches and wrong counts with an :class:`InputError` that says what to do.
@@ -182,8 +233,8 @@ def prepare(
         _generate_in_place(spec, dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(dataset_dir, EXTRACT_PREFIX)  # killed extractions' staging folders
-    notes = [note for source in sources if (note := _bring_in(spec, Path(source), dataset_dir))]
-    rows = _collect_rows(spec, dataset_dir, sources, allow_download, progress)
+    notes = [note for source in sources if (note := _bring_in(spec, Path(source), dataset_dir, progress))]
+    rows = _collect_rows(spec, dataset_dir, sources, allow_download, progress, report, notes)
     verify_rows(spec, rows, dataset_dir)
     _check_annotation_files(spec, dataset_dir)
     check_images_decode([dataset_dir / row.path for row in rows], progress=progress, desc=f"decode {spec.name}")

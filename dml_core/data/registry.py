@@ -1,5 +1,6 @@
-"""Every dataset the suite knows: its class-disjoint DML split with exact counts, where its files come from,
-and how its annotation files become an index. ``DATASETS`` maps the name used everywhere to its spec.
+"""Every dataset the suite knows: its class-disjoint DML split with exact counts, its published files (from the
+catalog of sources, ``sources.yaml``) and how its annotation files become an index. ``DATASETS`` maps the name
+used everywhere to its spec.
 
 Counts follow the split conventions of Oh Song et al. 2016 and Liu et al. 2016.
 """
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dml_core.data.catalog import packaged_catalog
 from dml_core.data.index import IndexRow
 from dml_core.data.sources import cars, cub, embedded, inshop, sop
 from dml_core.registry import Registry
@@ -25,13 +27,23 @@ class SplitCounts:
 
 @dataclass(frozen=True)
 class KnownFile:
-    """A published file: its name, md5, the URL it downloads from (None: the user has to supply it) and, for an
-    archive, the folder its content unpacks to (which identifies a renamed copy)."""
+    """A published file: its name, md5 and, for an archive, the folder its content unpacks to (which identifies a
+    renamed copy). Where it downloads from is the catalog's business (``catalog.dataset_sources``)."""
 
     filename: str
     md5: str
-    url: str | None = None
     top_folder: str | None = None
+
+
+def published_files(dataset: str) -> tuple[KnownFile, ...]:
+    """The published files the packaged catalog lists for ``dataset`` (those with an md5)."""
+    entry = packaged_catalog().datasets.get(dataset)
+    published = entry.published if entry else []
+    return tuple(KnownFile(known.file, known.md5, known.unpacks_to) for known in published if known.md5)
+
+
+def _no_annotation_files(dataset_dir: Path) -> list[tuple[Path, str]]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -47,16 +59,15 @@ class DatasetSpec:
     read_layout: Callable[[Path], list[IndexRow]]
     how_to_prepare: str
     files: tuple[KnownFile, ...] = ()
+    # The annotation files the layout under a folder reads, each with the published file whose md5 it must have
+    # (Cars196: in its Stanford layouts nothing else carries an image's class).
+    annotation_files: Callable[[Path], list[tuple[Path, str]]] = _no_annotation_files
     # Class counts over several splits together (In-Shop: query and gallery share the 3,985 test items).
     joint_classes: dict[tuple[str, ...], int] = field(default_factory=dict)
     # Image counts that betray a known wrong split, with the explanation printed on a mismatch.
     wrong_split_hints: dict[int, str] = field(default_factory=dict)
     # True when the data is generated here (no archive, nothing to download).
     generated: bool = False
-
-    @property
-    def downloads(self) -> tuple[KnownFile, ...]:
-        return tuple(known for known in self.files if known.url)
 
     def known_file(self, filename: str) -> KnownFile | None:
         return next((known for known in self.files if known.filename == filename), None)
@@ -65,7 +76,9 @@ class DatasetSpec:
         return next((known for known in self.files if known.md5 == md5), None)
 
     def known_by_top_folder(self, folders: set[str]) -> KnownFile | None:
-        return next((known for known in self.files if known.top_folder in folders), None)
+        """The published archive a renamed copy holding exactly ``folders`` at its top level is (a copy with more
+        at its top, such as Kaggle's with cars_train/ beside other files, is another packaging)."""
+        return next((known for known in self.files if known.top_folder and {known.top_folder} == folders), None)
 
 
 CUB_CLASSIFICATION = "CUB's classification split (train_test_split.txt: 5,994 train / 5,794 test)"
@@ -78,15 +91,9 @@ _SPECS: dict[str, DatasetSpec] = {
         splits={"train": SplitCounts(5864, 100), "test": SplitCounts(5924, 100)},
         build_index=cub.build_index,
         read_layout=cub.read_layout,
-        how_to_prepare="downloaded from data.caltech.edu (or --archive CUB_200_2011.tgz / extracted folder)",
-        files=(
-            KnownFile(
-                "CUB_200_2011.tgz",
-                "97eceeb196236b17998738112f37df78",
-                "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz?download=1",
-                top_folder="CUB_200_2011",
-            ),
-        ),
+        how_to_prepare="downloaded from the catalog's sources (CaltechDATA, then copies of its archive), or "
+        "--archive CUB_200_2011.tgz / the extracted folder",
+        files=published_files("cub200"),
         wrong_split_hints={5994: CUB_CLASSIFICATION, 5794: CUB_CLASSIFICATION},
     ),
     "cars196": DatasetSpec(
@@ -95,12 +102,11 @@ _SPECS: dict[str, DatasetSpec] = {
         splits={"train": SplitCounts(8054, 98), "test": SplitCounts(8131, 98)},
         build_index=cars.build_index,
         read_layout=cars.read_layout,
-        how_to_prepare="no public download (the Stanford host is gone): --archive car_ims.tgz --archive "
-        "cars_annos.mat from a mirror you trust, or a folder holding both extracted",
-        files=(
-            KnownFile("car_ims.tgz", "d5c8f0aa497503f355e17dc7886c3f14", top_folder="car_ims"),
-            KnownFile("cars_annos.mat", "b407c6086d669747186bd1d764ff9dbc"),
-        ),
+        how_to_prepare="downloaded from the catalog's sources (the Stanford host is gone: a Hugging Face copy of "
+        "the original layout, then Kaggle's class-folder copy), or --archive with the original, devkit or Kaggle "
+        "class-folder layout, archives or folders (docs/data.md lists the manual routes)",
+        files=published_files("cars196"),
+        annotation_files=cars.annotation_files,
         wrong_split_hints={8144: CARS_CLASSIFICATION, 8041: CARS_CLASSIFICATION},
     ),
     "sop": DatasetSpec(
@@ -109,16 +115,9 @@ _SPECS: dict[str, DatasetSpec] = {
         splits={"train": SplitCounts(59551, 11318), "test": SplitCounts(60502, 11316)},
         build_index=sop.build_index,
         read_layout=sop.read_layout,
-        how_to_prepare="downloaded from ftp.cs.stanford.edu (or --archive Stanford_Online_Products.zip or "
-        "the extracted folder)",
-        files=(
-            KnownFile(
-                "Stanford_Online_Products.zip",
-                "7f73d41a2f44250d4779881525aea32e",
-                "http://ftp.cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
-                top_folder="Stanford_Online_Products",
-            ),
-        ),
+        how_to_prepare="downloaded from the catalog's sources (cs.stanford.edu, then the authors' Google Drive "
+        "copy), or --archive Stanford_Online_Products.zip or the extracted folder",
+        files=published_files("sop"),
     ),
     "inshop": DatasetSpec(
         name="inshop",

@@ -4,9 +4,10 @@ Lookup order for a backbone's pretrained weights (``resolve_weight_file``):
 
 1. an explicit path the caller gives;
 2. the cache directory: ``$DML_WEIGHTS_DIR``, default ``~/.cache/dml/weights``;
-3. only when downloads are allowed: ``torch.hub.download_url_to_file`` from the public source into that cache.
+3. only when downloads are allowed: the suite's downloader (progress, resume, sha256 check) from each URL the
+   catalog of sources lists (``dml_core/data/sources.yaml``, or ``$DML_SOURCES``), in order, into that cache.
    Offline (``HF_HUB_OFFLINE=1`` or ``DML_OFFLINE=1``) step 3 is skipped and the lookup fails at once with an
-   error naming the file, its expected sha256, its public source and where to put it.
+   error naming the file, its expected sha256, its public sources and where to put it.
 
 Every file is checked by its full sha256 before use (``WEIGHT_FILES`` records the digest of each published file).
 The torch-hub convention puts the first hex digits of the sha256 in the file name (``resnet50-0676ba61.pth``); an
@@ -20,12 +21,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from torch.hub import download_url_to_file
-
 from dml_core.atomic_io import atomic_write_json, read_json_object
+from dml_core.data.catalog import CATALOG_VARIABLE, packaged_catalog, weight_urls
+from dml_core.data.download import AllSourcesFailed, download, first_that_downloads, say
 from dml_core.errors import InputError
 from dml_core.registry import Registry
 
@@ -35,7 +37,8 @@ RANDOM_INIT = "random init"
 
 @dataclass(frozen=True)
 class WeightFile:
-    """A published weight file: its name, checksum, public source and the backbone it belongs to.
+    """A published weight file: its name, checksum, public source (``url``, then ``mirrors``) and the backbone it
+    belongs to.
 
     ``sha256`` is the full hex digest when known, else the hex prefix printed in the file name.
     """
@@ -45,6 +48,14 @@ class WeightFile:
     url: str
     backbone: str
     note: str = ""
+    mirrors: tuple[str, ...] = ()
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Where the file is downloaded from, in the order tried: the catalog in use (``$DML_SOURCES`` may name
+        another) where it lists this backbone, else the packaged catalog's URLs."""
+        listed = weight_urls(self.backbone) if os.environ.get(CATALOG_VARIABLE) else ()
+        return listed or (self.url, *self.mirrors)
 
     @property
     def verification(self) -> str:
@@ -52,34 +63,20 @@ class WeightFile:
         return "full sha256" if len(self.sha256) == 64 else "sha256 prefix"
 
 
-# Full digests of the published files. Neither publisher prints one (only the prefix in the file name), so each
-# is the digest recorded by public projects that download the file and check it before use: several independent
-# ones for ResNet-50, two for GoogLeNet (one of them DARPA D3M's primitive installation manifest), one for
-# BN-Inception. Each begins with the prefix its publisher put in the file name (8 or 9 hex digits), which a digest
-# of any other file would match only by a 1-in-4e9 chance.
-_FILES: dict[str, WeightFile] = {
-    "bn_inception": WeightFile(
-        file_name="bn_inception-52deb4733.pth",
-        sha256="52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353",
-        url="http://data.lip6.fr/cadene/pretrainedmodels/bn_inception-52deb4733.pth",
-        backbone="bn_inception",
-        note="Caffe-ported ImageNet BN-Inception (Cadene's pretrainedmodels, MIT licence)",
-    ),
-    "googlenet": WeightFile(
-        file_name="googlenet-1378be20.pth",
-        sha256="1378be20a8e875cf1568b8a71654e704449655e34711a959a38b04fb34905cef",
-        url="https://download.pytorch.org/models/googlenet-1378be20.pth",
-        backbone="googlenet",
-        note="torchvision GoogLeNet_Weights.IMAGENET1K_V1 (ported from TensorFlow, BSD-3)",
-    ),
-    "resnet50": WeightFile(
-        file_name="resnet50-0676ba61.pth",
-        sha256="0676ba61b6795bbe1773cffd859882e5e297624d384b6993f7c9e683e722fb8a",
-        url="https://download.pytorch.org/models/resnet50-0676ba61.pth",
-        backbone="resnet50",
-        note="torchvision ResNet50_Weights.IMAGENET1K_V1 = timm 'resnet50.tv_in1k' (BSD-3)",
-    ),
-}
+# The files come from the catalog of sources (dml_core/data/sources.yaml). Full digests: neither publisher prints
+# one (only the prefix in the file name), so each is the digest recorded by public projects that download the file
+# and check it before use: several independent ones for ResNet-50, two for GoogLeNet (one of them DARPA D3M's
+# primitive installation manifest), one for BN-Inception. Each begins with the prefix its publisher put in the file
+# name (8 or 9 hex digits), which a digest of any other file would match only by a 1-in-4e9 chance.
+def _weight_files() -> dict[str, WeightFile]:
+    files = {}
+    for backbone, entry in packaged_catalog().weights.items():
+        first, *others = [source.url for source in entry.sources]
+        files[backbone] = WeightFile(entry.file, entry.sha256, first, backbone, entry.note, tuple(others))
+    return files
+
+
+_FILES = _weight_files()
 WEIGHT_FILES: Registry[WeightFile] = Registry("backbone with a weight file", "model.backbone", _FILES)
 
 
@@ -151,7 +148,7 @@ def verify_weight_file(path: str | os.PathLike, expected: WeightFile) -> str:
         raise InputError(
             f"{path}: sha256 does not match {expected.file_name} ({expected.verification} check{only_prefix}): "
             f"expected {expected.sha256}, found {actual}. The file is corrupt or a different model; "
-            f"get the original from {expected.url}"
+            f"remove it and get the original from {', '.join(expected.urls)}"
         )
     return actual
 
@@ -162,7 +159,7 @@ def missing_weights_message(expected: WeightFile, looked_in: list[Path]) -> str:
     return (
         f"weight file {expected.file_name} for backbone '{expected.backbone}' not found "
         f"(looked in: {places}). Expected sha256 {expected.sha256} ({expected.verification}). "
-        f"Download it from {expected.url} and put it in {weights_cache_dir()} "
+        f"Download it from {' or '.join(expected.urls)} and put it in {weights_cache_dir()} "
         "(or set DML_WEIGHTS_DIR, or pass its path). "
         f"Downloads are {'allowed' if downloads_allowed() else 'off (HF_HUB_OFFLINE or DML_OFFLINE is set)'}."
     )
@@ -189,15 +186,23 @@ def resolve_weight_file(expected: WeightFile, path: str | os.PathLike | None = N
         raise
 
 
-def download_weight_file(expected: WeightFile, destination: Path) -> None:
-    """Download through torch.hub into ``destination`` (temp file + rename: never a half-written file)."""
-
-    destination.parent.mkdir(parents=True, exist_ok=True)
+def download_weight_file(
+    expected: WeightFile, destination: Path, *, progress: bool = True, report: Callable[[str], None] = say
+) -> None:
+    """Download through the suite's downloader from each known URL in order (progress, resume of a partial file,
+    the full sha256 checked where known, atomic rename: never a half-written file); each failed URL is reported in
+    one line. All failing is an ``InputError`` naming every URL tried and why."""
+    full = expected.sha256 if expected.verification == "full sha256" else None
     try:
-        download_url_to_file(expected.url, str(destination), hash_prefix=None, progress=False)
-    except Exception as error:  # network errors come in many types; the user needs one actionable line
+        first_that_downloads(
+            expected.urls,
+            lambda url: download(url, destination, sha256=full, progress=progress),
+            expected.file_name,
+            report,
+        )
+    except AllSourcesFailed as failed:
         message = missing_weights_message(expected, [destination])
-        raise InputError(f"{message} Download failed: {error}") from error
+        raise InputError(f"{message} Download failed: {failed}") from None
 
 
 def weights_identity(weight_file: WeightFile, sha256: str) -> str:

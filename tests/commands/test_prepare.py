@@ -17,7 +17,8 @@ def test_wrong_input_is_one_line_and_exit_2(tmp_path, capsys):
     code = main(["prepare", "cars196", "--root", str(tmp_path), "--no-download"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith("error: cars196: cars_annos.mat not found")
+    assert err.startswith("error: cars196: no Cars196 annotation files under")
+    assert "kaggle datasets download -d jutrera/stanford-car-dataset-by-classes-folder" in err
 
 
 def test_prepare_a_uci_set_from_scikit_learn(tmp_path, capsys):

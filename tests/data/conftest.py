@@ -1,4 +1,5 @@
-"""A loopback HTTP server with Range support, so the download path is tested without the internet."""
+"""A loopback HTTP server with Range support, so the download path is tested without the internet; it records the
+Range and User-Agent headers of every request and can answer a path with a given status (a host that refuses)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ class _Served:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.ranges: list[str | None] = []  # the Range header of every request, in order
+        self.user_agents: list[str | None] = []  # the User-Agent header of every request, in order
+        self.statuses: dict[str, int] = {}  # a path answered with this status instead of its bytes
         self.honour_range = True
 
 
@@ -24,6 +27,10 @@ def _handler(served: _Served):
             data = served.files.get(self.path)
             header = self.headers.get("Range")
             served.ranges.append(header)
+            served.user_agents.append(self.headers.get("User-Agent"))
+            if self.path in served.statuses:
+                self.send_error(served.statuses[self.path])
+                return
             if data is None:
                 self.send_error(404)
                 return

@@ -1,96 +1,80 @@
-"""Cars196 from ``cars_annos.mat`` (struct array ``annotations``: relative_im_path, bbox_x1..y2, class 1-196,
-test) over ``car_ims/``. DML split: classes 1-98 train, 99-196 test. The ``test`` flag and the devkit's
-``cars_train``/``cars_test`` are the *classification* split and are never used; class ids come from the
-annotation file, never from sorted folder names. Nothing else in the layout carries an image's class, so the
-identity of the split rests on ``cars_annos.mat`` being the published file: ``prepare`` checks its md5 wherever
-it lies, and every load checks the index against it."""
+"""Cars196 from any of the layouts its copies come in today: the original (``car_ims/`` + ``cars_annos.mat``), the
+devkit (``cars_train/``, ``cars_test/``, the devkit's annotation files and the test labels) and Kaggle's class
+folders (``car_data/car_data/{train,test}/<class name>/`` + ``names.csv``, ``anno_*.csv``), each read by its own
+module. Class ids always come from an annotation file that lists them, never from sorted folder names.
+
+DML split: classes 1-98 train, 99-196 test, over the union of the classification halves (the ``test`` flag and the
+devkit's halves are the classification split, used for nothing else). Every copy must carry the published class
+names and per-class image counts (``cars_classes``); the annotation files with a published md5
+(:func:`annotation_files`) are checked by ``prepare``, since in the Stanford layouts nothing else carries an
+image's class."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import scipy.io
-
 from dml_core.data.index import IndexRow
+from dml_core.data.sources import cars_classes, cars_kaggle, cars_mat
+from dml_core.data.sources.cars_listing import CarsListing
 from dml_core.data.sources.identity import published_split
-from dml_core.data.sources.locate import (
-    check_images_exist,
-    find_files,
-    relative_to,
-    require_one,
-    resolve_image_base,
-)
+from dml_core.data.sources.locate import check_images_exist, find_files
 from dml_core.errors import InputError
 
 DATASET = "cars196"
 LAST_TRAIN_CLASS = 98
-EXPECTED = "cars_annos.mat next to the extracted car_ims/ folder (from car_ims.tgz)"
-# Files of the classification devkit (cars_train.tgz, cars_test.tgz, devkit/cars_train_annos.mat).
-CLASSIFICATION_MARKERS = ("cars_train", "cars_test", "cars_train_annos.mat", "cars_test_annos.mat")
+LAYOUTS = (
+    "the original layout (car_ims/ and cars_annos.mat)",
+    "the devkit layout (cars_train/, cars_test/, devkit/cars_train_annos.mat, devkit/cars_meta.mat, "
+    "cars_test_annos_withlabels.mat)",
+    "Kaggle's class-folder layout (car_data/car_data/{train,test}/, names.csv, anno_train.csv, anno_test.csv)",
+)
 
 
-def _refuse_classification_layout(dataset_dir: Path) -> None:
-    for marker in CLASSIFICATION_MARKERS:
-        found = find_files(dataset_dir, marker)
-        if found:
-            raise InputError(
-                f"{DATASET}: found {found[0]} but no cars_annos.mat: cars_train/cars_test are the "
-                f"classification split (8,144/8,041), wrong for DML; supply car_ims.tgz and "
-                f"cars_annos.mat: dml prepare cars196 --root DIR --archive car_ims.tgz "
-                f"--archive cars_annos.mat"
-            )
+def _found(dataset_dir: Path, name: str) -> bool:
+    return bool(find_files(dataset_dir, name))
 
 
-def _field(record: np.void, name: str, mat_path: Path):
-    try:
-        return np.asarray(record[name]).squeeze()
-    except (ValueError, KeyError):
+def _reader(dataset_dir: Path) -> Callable[[Path], CarsListing]:
+    """The layout ``dataset_dir`` holds, by its annotation files (a copy may carry files of another layout:
+    Kaggle's devkit copy ships cars_annos.mat without car_ims/)."""
+    if _found(dataset_dir, "cars_annos.mat") and _found(dataset_dir, "car_ims"):
+        return cars_mat.read_original
+    if _found(dataset_dir, "cars_train_annos.mat"):
+        return cars_mat.read_devkit
+    if _found(dataset_dir, "anno_train.csv") or _found(dataset_dir, "names.csv"):
+        return cars_kaggle.read_class_folders
+    if _found(dataset_dir, "cars_annos.mat"):
+        return cars_mat.read_original  # it names the images it misses
+    if _found(dataset_dir, "cars_train") or _found(dataset_dir, "cars_test"):
         raise InputError(
-            f"{DATASET}: {mat_path}: annotations: expected field {name!r}, found fields {record.dtype.names}"
-        ) from None
-
-
-def read_annotations(mat_path: Path) -> list[tuple[str, int]]:
-    """(relative_im_path, class id) for every entry of ``annotations`` in ``cars_annos.mat``."""
-    stat = Path(mat_path).stat()
-    return list(_read_annotations(Path(mat_path), stat.st_size, stat.st_mtime_ns))
-
-
-@lru_cache(maxsize=4)
-def _read_annotations(mat_path: Path, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...]:
-    # Keyed by size and mtime too: parsing the real file takes about half a second, and every load checks the index
-    # against it, so one process (a train and a test load) parses it once unless it changes.
-    try:
-        mat = scipy.io.loadmat(mat_path)
-    except (ValueError, OSError, TypeError) as error:
-        raise InputError(f"{DATASET}: {mat_path}: not a readable MATLAB file ({error})") from None
-    if "annotations" not in mat:
-        raise InputError(
-            f"{DATASET}: {mat_path}: expected a variable 'annotations', found "
-            f"{sorted(key for key in mat if not key.startswith('__'))}"
+            f"{DATASET}: found cars_train/ or cars_test/ under {dataset_dir} but not devkit/cars_train_annos.mat: "
+            f"the images alone carry no class ids; add car_devkit.tgz and cars_test_annos_withlabels.mat "
+            f"(dml prepare cars196 --root DIR --archive car_devkit.tgz --archive cars_test_annos_withlabels.mat)"
         )
-    entries = []
-    for record in np.asarray(mat["annotations"]).ravel():
-        path = str(_field(record, "relative_im_path", mat_path))
-        entries.append((path, int(_field(record, "class", mat_path))))
-    return tuple(entries)
+    raise InputError(f"{DATASET}: no Cars196 annotation files under {dataset_dir}; expected {'; or '.join(LAYOUTS)}")
+
+
+def read_listing(dataset_dir: Path) -> CarsListing:
+    """The images and class ids of the copy under ``dataset_dir``, checked against the published classes."""
+    listing = _reader(Path(dataset_dir))(Path(dataset_dir))
+    cars_classes.check_canonical(
+        (label for _, label in listing.entries), listing.names, listing.names_file, listing.listings[0]
+    )
+    return listing
+
+
+def annotation_files(dataset_dir: Path) -> list[tuple[Path, str]]:
+    """The annotation files the copy's layout reads, each with the published file it must equal (by md5)."""
+    return list(_reader(Path(dataset_dir))(Path(dataset_dir)).annotation_files)
 
 
 def read_layout(dataset_dir: Path) -> list[IndexRow]:
-    """Index rows from ``cars_annos.mat`` under ``dataset_dir`` (images not looked at)."""
-    if not find_files(dataset_dir, "cars_annos.mat"):
-        _refuse_classification_layout(dataset_dir)
-    mat_path = require_one(dataset_dir, "cars_annos.mat", DATASET, EXPECTED)
-    entries = read_annotations(mat_path)
-    if not entries:
-        raise InputError(f"{DATASET}: {mat_path}: annotations: expected 16,185 entries, found none")
-    # car_ims/ may sit next to the .mat (the original layout) or anywhere the user extracted it.
-    candidates = [mat_path.parent, dataset_dir] + [path.parent for path in find_files(dataset_dir, "car_ims")]
-    base = resolve_image_base(candidates, entries[0][0], DATASET, mat_path, dataset_dir)
-    in_index = relative_to(base, dataset_dir)
-    return [IndexRow(in_index(path), label, published_split(label, LAST_TRAIN_CLASS)) for path, label in entries]
+    """Index rows for the Cars196 copy under ``dataset_dir`` (images not looked at)."""
+    return [
+        IndexRow(path, label, published_split(label, LAST_TRAIN_CLASS))
+        for path, label in read_listing(dataset_dir).entries
+    ]
 
 
 def build_index(dataset_dir: Path) -> list[IndexRow]:
