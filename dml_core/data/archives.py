@@ -81,8 +81,9 @@ def extract(archive: Path, destination: Path, *, progress: bool = False) -> list
                 else:
                     _extract_tar(archive, staging, bar)
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as error:
+            reason = " ".join(str(error).split())  # tarfile's reason spans lines: one line, as every error
             raise InputError(
-                f"{archive}: cannot unpack ({error}); the archive is damaged or incomplete, download it again"
+                f"{archive}: cannot unpack ({reason}); the archive is damaged or incomplete, download it again"
             ) from None
         created = []
         for entry in sorted(staging.iterdir()):

@@ -96,12 +96,6 @@ class DatasetSources(StrictModel):
     def published_file(self, name: str) -> PublishedFile | None:
         return next((known for known in self.published if known.file == name), None)
 
-    def checksums_of(self, download: SourceFile) -> Checksums:
-        """What a download is checked against: its own checksums, else the published file's of the same name."""
-        if download.md5 or download.sha256:
-            return download
-        return self.published_file(download.file) or Checksums()
-
 
 class WeightSource(StrictModel):
     url: str

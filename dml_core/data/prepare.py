@@ -25,7 +25,7 @@ from pathlib import Path
 
 from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_folders
-from dml_core.data.catalog import DatasetSources, Source, dataset_sources
+from dml_core.data.catalog import Source, dataset_sources
 from dml_core.data.decode_check import check_images_decode
 from dml_core.data.download import AllSourcesFailed, DownloadError, download, first_that_downloads, md5_of, say
 from dml_core.data.index import IndexRow, index_path, read_index, write_index
@@ -119,13 +119,15 @@ def _bring_in(spec: DatasetSpec, source: Path, dataset_dir: Path, progress: bool
     return note
 
 
-def _fetch_source(sources: DatasetSources, source: Source, dataset_dir: Path, progress: bool, notes: list[str]) -> None:
+def _fetch_source(spec: DatasetSpec, source: Source, dataset_dir: Path, progress: bool, notes: list[str]) -> None:
     """Download every file of one source and unpack its archives; a file that is no archive, though its name says
-    so (a host's HTML page instead of the file), fails the source like a failed download."""
+    so (a host's HTML page instead of the file), fails the source like a failed download. A file is checked against
+    the checksums its source gives, else against the published md5 of its name."""
     for item in source.files:
-        checks = sources.checksums_of(item)
-        path = download(item.url, dataset_dir / item.file, checks.md5, sha256=checks.sha256, progress=progress)
-        if not (checks.md5 or checks.sha256):
+        known = spec.known_file(item.file)
+        md5, sha256 = (item.md5, item.sha256) if item.md5 or item.sha256 else (known.md5 if known else None, None)
+        path = download(item.url, dataset_dir / item.file, md5, sha256=sha256, progress=progress)
+        if not (md5 or sha256):
             notes.append(
                 f"{path}: downloaded from {item.url} with no checksum to check (its annotations, identities and "
                 "counts are checked)"
@@ -151,11 +153,10 @@ def manual_routes(spec: DatasetSpec, root: Path) -> str:
 def _download(
     spec: DatasetSpec, dataset_dir: Path, progress: bool, report: Callable[[str], None], notes: list[str]
 ) -> list[IndexRow]:
-    sources = dataset_sources(spec.name)
     try:
         first_that_downloads(
-            sources.sources,
-            lambda source: _fetch_source(sources, source, dataset_dir, progress, notes),
+            dataset_sources(spec.name).sources,
+            lambda source: _fetch_source(spec, source, dataset_dir, progress, notes),
             spec.name,
             report,
         )

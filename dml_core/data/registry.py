@@ -91,8 +91,8 @@ _SPECS: dict[str, DatasetSpec] = {
         splits={"train": SplitCounts(5864, 100), "test": SplitCounts(5924, 100)},
         build_index=cub.build_index,
         read_layout=cub.read_layout,
-        how_to_prepare="downloaded from the catalog's sources (CaltechDATA, then copies of its archive), or "
-        "--archive CUB_200_2011.tgz / the extracted folder",
+        how_to_prepare="downloaded from data.caltech.edu, then the catalog's copies of its archive (or --archive "
+        "CUB_200_2011.tgz / the extracted folder)",
         files=published_files("cub200"),
         wrong_split_hints={5994: CUB_CLASSIFICATION, 5794: CUB_CLASSIFICATION},
     ),

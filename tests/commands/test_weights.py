@@ -1,12 +1,17 @@
-"""``dml weights``: status listing, hash check and the offline refusal, through the real command line."""
+"""``dml weights``: status listing, hash check, the offline refusal and ``--fetch`` trying every file, through the
+real command line."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 
+import pytest
+
 from dml_core.cli import main
 from dml_core.models.weights import WEIGHT_FILES
+from tests.data.conftest import loopback_server
+from tests.data.layouts import use_catalog
 
 
 def test_lists_missing_and_checks_present_files(tmp_path, monkeypatch, capsys):
@@ -44,3 +49,55 @@ def test_an_unknown_backbone_argument_is_named_as_typed_with_the_known_ones(caps
         "BACKBONE: unknown backbone with a weight file 'vgg16'; expected one of bn_inception, googlenet, resnet50"
     )
     assert expected in capsys.readouterr().err
+
+
+def test_fetch_tries_every_file_and_fails_only_after_all(tmp_path, monkeypatch, capsys, http_server):
+    url, served = http_server
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("DML_OFFLINE", raising=False)
+    contents = {name: f"{name} weights".encode() for name in WEIGHT_FILES}
+    for name, content in contents.items():
+        monkeypatch.setitem(WEIGHT_FILES, name, dataclasses.replace(WEIGHT_FILES[name], sha256=_sha256(content)))
+    served.statuses["/lip6/bn_inception-52deb4733.pth"] = 503  # BN-Inception's host is down, its mirror too
+    served.files["/googlenet-1378be20.pth"] = contents["googlenet"]
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "resnet50-0676ba61.pth").write_bytes(contents["resnet50"])
+    bn_urls = [f"{url}/lip6/bn_inception-52deb4733.pth", f"{url}/mirror/bn_inception-52deb4733.pth"]
+    use_catalog(
+        monkeypatch,
+        tmp_path / "catalog.yaml",
+        {},
+        {
+            name: (WEIGHT_FILES[name].file_name, WEIGHT_FILES[name].sha256, urls)
+            for name, urls in {
+                "bn_inception": bn_urls,
+                "googlenet": [f"{url}/googlenet-1378be20.pth"],
+                "resnet50": [f"{url}/resnet50-0676ba61.pth"],
+            }.items()
+        },
+    )
+    assert main(["weights", "--fetch"]) == 2
+    out, err = capsys.readouterr()
+    lines = [line for line in out.splitlines() if not line.startswith("  ")]
+    assert lines[0].startswith("bn_inception: failed: ") and all(bn_url in lines[0] for bn_url in bn_urls)
+    assert "HTTP 503 Service Unavailable" in lines[0] and "HTTP 404 Not Found" in lines[0]
+    assert lines[1:] == [
+        f"googlenet: fetched sha256:{_sha256(contents['googlenet'])}",
+        f"resnet50: present sha256:{_sha256(contents['resnet50'])}",
+    ]
+    assert f"  sources {', '.join(bn_urls)}" in out
+    assert "bn_inception-52deb4733.pth: 127.0.0.1" in err and "; trying the next source" in err
+    assert err.endswith("error: weights: 1 of 3 files not fetched (bn_inception); the lines above say why and where "
+                        "each was tried\n")  # fmt: skip
+    assert (tmp_path / "cache" / "googlenet-1378be20.pth").read_bytes() == contents["googlenet"]
+
+
+def _sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+@pytest.fixture
+def http_server():
+    with loopback_server() as server:
+        yield server

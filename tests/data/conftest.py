@@ -3,7 +3,9 @@ Range and User-Agent headers of every request and can answer a path with a given
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -50,9 +52,9 @@ def _handler(served: _Served):
     return Handler
 
 
-@pytest.fixture
-def http_server():
-    """Yields (base_url, served); put bytes in ``served.files['/name']``."""
+@contextlib.contextmanager
+def loopback_server() -> Iterator[tuple[str, _Served]]:
+    """(base_url, served) of a server on 127.0.0.1 in a thread; put bytes in ``served.files['/name']``."""
     served = _Served()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -62,3 +64,10 @@ def http_server():
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def http_server():
+    """Yields (base_url, served); put bytes in ``served.files['/name']``."""
+    with loopback_server() as server:
+        yield server

@@ -1,9 +1,15 @@
+"""The one downloader: resume, checksums, the User-Agent; sources tried in order, one line per failure."""
+
 import hashlib
 
 import pytest
 
-from dml_core.data.download import download, md5_of, part_path
+from dml_core.data.download import USER_AGENT, DownloadError, download, md5_of, part_path
+from dml_core.data.index import read_index
+from dml_core.data.prepare import prepare
+from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
+from tests.data.layouts import cars_archives, make_cars_kaggle, shrink_spec, use_catalog
 
 PAYLOAD = bytes(range(256)) * 5000  # 1.28 MB: more than one read chunk
 
@@ -72,3 +78,67 @@ def test_http_error_names_the_url(http_server, tmp_path):
     url, _ = http_server
     with pytest.raises(InputError, match=r"/missing.tgz: download failed \(HTTP 404"):
         download(f"{url}/missing.tgz", tmp_path / "m.tgz", None, progress=False)
+
+
+def test_every_request_names_the_suite_in_its_user_agent(http_server, tmp_path):
+    url, served = http_server
+    served.files["/a.tgz"] = PAYLOAD
+    download(f"{url}/a.tgz", tmp_path / "a.tgz", _md5(PAYLOAD), progress=False)
+    assert served.user_agents == [USER_AGENT] and USER_AGENT.startswith("dml-suite/")
+
+
+def test_a_sha256_is_checked_like_an_md5(http_server, tmp_path):
+    url, served = http_server
+    served.files["/w.pth"] = PAYLOAD
+    with pytest.raises(DownloadError, match=r"checksum mismatch for \S+: expected sha256 0{64}, found") as error:
+        download(f"{url}/w.pth", tmp_path / "w.pth", sha256="0" * 64, progress=False)
+    assert error.value.line.startswith(f"{error.value.host}: checksum mismatch: expected sha256 0")
+    target = download(f"{url}/w.pth", tmp_path / "w.pth", sha256=hashlib.sha256(PAYLOAD).hexdigest(), progress=False)
+    assert target.read_bytes() == PAYLOAD
+
+
+def _tiny_cars_served(monkeypatch, tmp_path, served):
+    """The tiny Kaggle class-folder copy served as /cars.zip, the registry shrunk to it."""
+    expected = make_cars_kaggle(tmp_path / "src")
+    (archive,) = cars_archives("kaggle", tmp_path, tmp_path / "src")
+    served.files["/cars.zip"] = archive.read_bytes()
+    shrink_spec(monkeypatch, "cars196", expected)
+    return expected, archive
+
+
+def test_a_refusing_source_costs_one_line_and_the_next_one_is_used(monkeypatch, http_server, tmp_path):
+    url, served = http_server
+    expected, archive = _tiny_cars_served(monkeypatch, tmp_path, served)
+    served.statuses["/car_ims.tgz"] = 403
+    use_catalog(
+        monkeypatch,
+        tmp_path / "catalog.yaml",
+        {"cars196": [[("car_ims.tgz", f"{url}/car_ims.tgz", None)], [(archive.name, f"{url}/cars.zip", None)]]},
+    )
+    said = []
+    prepared = prepare(get_spec("cars196"), tmp_path / "data", progress=False, report=said.append)
+    host = url.removeprefix("http://")
+    assert said == [f"cars196: {host}: HTTP 403 Forbidden; trying the next source"]
+    assert served.user_agents == [USER_AGENT, USER_AGENT]
+    assert sorted((row.path, row.label, row.split) for row in read_index(prepared.dataset_dir)) == sorted(expected)
+    assert any("with no checksum to check" in note for note in prepared.notes)
+
+
+def test_when_every_source_fails_the_error_names_each_url_and_the_manual_route(monkeypatch, http_server, tmp_path):
+    url, served = http_server
+    _tiny_cars_served(monkeypatch, tmp_path, served)
+    served.files["/page.zip"] = b"<html>sign in to download</html>"  # a host's page instead of the archive
+    served.statuses["/car_ims.tgz"] = 403
+    routes = [[("car_ims.tgz", f"{url}/car_ims.tgz", None)], [("cars.zip", f"{url}/page.zip", None)]]
+    use_catalog(monkeypatch, tmp_path / "catalog.yaml", {"cars196": routes})
+    said = []
+    with pytest.raises(InputError) as error:
+        prepare(get_spec("cars196"), tmp_path / "data", progress=False, report=said.append)
+    assert said[0].endswith("HTTP 403 Forbidden; trying the next source")
+    assert said[1].startswith(f"cars196: {url.removeprefix('http://')}: not the archive it names (")
+    assert said[1].endswith("; no source left")
+    message = str(error.value)
+    assert f"{url}/car_ims.tgz (HTTP 403 Forbidden)" in message and f"{url}/page.zip (not the archive" in message
+    assert "by hand: by hand: `curl -LO https://example.invalid/copy.tgz`, then `dml prepare cars196 --root" in message
+    assert "--archive copy.tgz`" in message and "\n" not in message
+    assert not (tmp_path / "data" / "cars196" / "cars.zip").exists()

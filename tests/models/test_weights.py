@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from dml_core.data.download import USER_AGENT, part_path
 from dml_core.errors import InputError, OutputError
 from dml_core.models import weights
 from dml_core.models.weights import (
@@ -17,6 +18,7 @@ from dml_core.models.weights import (
     verify_weight_file,
     weights_cache_dir,
 )
+from tests.data.conftest import loopback_server
 
 CONTENT = b"pretend weights"
 DIGEST = hashlib.sha256(CONTENT).hexdigest()
@@ -87,7 +89,7 @@ def test_offline_fails_at_once_without_trying_the_network(cache, monkeypatch):
         assert part in message
 
 
-def test_online_lookup_downloads_into_the_cache_through_torch_hub(tmp_path, cache, monkeypatch):
+def test_online_lookup_downloads_into_the_cache_through_the_suites_downloader(tmp_path, cache, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("DML_OFFLINE", raising=False)
     source = tmp_path / "published.pth"
@@ -169,3 +171,44 @@ def test_a_read_only_folder_only_costs_a_hash_each_time(tmp_path, monkeypatch):
     assert verify_weight_file(path, _entry(sha256=DIGEST)) == DIGEST
     assert verify_weight_file(path, _entry(sha256=DIGEST)) == DIGEST
     assert not (tmp_path / weights.SHA256_RECORDS).exists()
+
+
+@pytest.fixture
+def online(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("DML_OFFLINE", raising=False)
+
+
+def test_a_dead_mirror_costs_one_line_and_the_next_serves_the_file(cache, online, http_server, capsys):
+    url, served = http_server
+    served.files["/b/w-abc.pth"] = CONTENT
+    served.statuses["/a/w-abc.pth"] = 503
+    entry = WeightFile("w-abc.pth", DIGEST, f"{url}/a/w-abc.pth", "toy", mirrors=(f"{url}/b/w-abc.pth",))
+    assert resolve_weight_file(entry) == (cache / "w-abc.pth", DIGEST)
+    err = capsys.readouterr().err
+    assert f"w-abc.pth: {url.removeprefix('http://')}: HTTP 503 Service Unavailable; trying the next source" in err
+    assert served.user_agents == [USER_AGENT, USER_AGENT]
+
+
+def test_a_partial_weight_download_resumes_with_a_progress_bar(cache, online, http_server, capsys):
+    url, served = http_server
+    served.files["/w-abc.pth"] = CONTENT
+    cache.mkdir()
+    part_path(cache / "w-abc.pth").write_bytes(CONTENT[:5])  # an interrupted earlier fetch
+    assert resolve_weight_file(_entry(sha256=DIGEST, url=f"{url}/w-abc.pth")) == (cache / "w-abc.pth", DIGEST)
+    assert served.ranges == ["bytes=5-"]
+    assert "w-abc.pth: 100%" in capsys.readouterr().err
+
+
+def test_every_mirror_failing_names_each_url_and_why(cache, online, http_server):
+    url, _ = http_server
+    entry = WeightFile("w-abc.pth", DIGEST, f"{url}/a.pth", "toy", mirrors=(f"{url}/b.pth",))
+    with pytest.raises(InputError, match=rf"Download failed: w-abc.pth: every source failed: {url}/a.pth \(HTTP 404 "
+                       rf"Not Found\); {url}/b.pth \(HTTP 404 Not Found\)"):  # fmt: skip
+        resolve_weight_file(entry)
+
+
+@pytest.fixture
+def http_server():
+    with loopback_server() as server:
+        yield server
