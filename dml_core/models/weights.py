@@ -19,7 +19,6 @@ its name, size and modification time (:func:`cached_file_sha256`): a changed fil
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.data.catalog import CATALOG_VARIABLE, packaged_catalog, weight_urls
-from dml_core.data.download import AllSourcesFailed, download, first_that_downloads, say
+from dml_core.data.download import AllSourcesFailed, download, file_digests, first_that_downloads, say
 from dml_core.errors import InputError
 from dml_core.registry import Registry
 
@@ -96,12 +95,8 @@ def _env_flag(name: str) -> bool:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """Hex sha256 of a file, read in chunks."""
+    return file_digests(Path(path), ["sha256"])["sha256"]
 
 
 SHA256_RECORDS = ".dml-sha256.json"
