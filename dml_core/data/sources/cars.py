@@ -52,7 +52,7 @@ def _reader(dataset_dir: Path) -> Callable[[Path], CarsListing]:
             f"the images alone carry no class ids; add car_devkit.tgz and cars_test_annos_withlabels.mat "
             f"(dml prepare cars196 --root DIR --archive car_devkit.tgz --archive cars_test_annos_withlabels.mat)"
         )
-    raise InputError(f"{DATASET}: no Cars196 annotation files under {dataset_dir}; expected {'; or '.join(LAYOUTS)}")
+    raise InputError(f"{DATASET}: no Cars196 annotation files under {dataset_dir}; expected {'; or '.join(LAYOUTS)}.")
 
 
 def read_listing(dataset_dir: Path) -> CarsListing:
