@@ -45,7 +45,7 @@ def read_names(path: Path) -> tuple[str, ...]:
     for number, row in _rows(path):
         if len(row) != 1:
             raise InputError(f"{DATASET}: {path}: line {number}: expected one class name, found {row}")
-        names.append(row[0])
+        names.append(row[0].strip())
     return tuple(names)
 
 
