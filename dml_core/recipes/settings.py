@@ -398,6 +398,7 @@ _READINGS_HASHED_UNLESS_EARLIER = {
     "cgml.reduction": "mean",
     "drml.weight-decay": "coupled",
     "drml.branch-weighting": "mean",
+    "fair.search-point": "paper",
 }
 
 
