@@ -84,8 +84,8 @@ class EvaluationRecord(StrictModel):
     validation_metrics: dict[str, float] | None = None
 
 
-SELECTION_RULES = ("best_r1", "final", "best_val_r1")
-SelectionRule = Literal["best_r1", "final", "best_val_r1"]
+SELECTION_RULES = ("best_r1", "final", "best_val_r1", "best_val_map_r")
+SelectionRule = Literal["best_r1", "final", "best_val_r1", "best_val_map_r"]
 
 
 class SelectionRecord(StrictModel):
@@ -354,25 +354,32 @@ def load_results(path: str | Path) -> AnyResults:
     return validate_results(payload, str(path))
 
 
-# The metrics each rule reads R@1 from: the test split's, or the validation split's (never the test's).
-_R1_SOURCE = {"best_r1": "metrics", "best_val_r1": "validation_metrics"}
+# What each rule maximises: (the metrics it reads, the metric): the test split's R@1, or the validation split's R@1
+# or MAP@R (never the test's).
+_CRITERION = {
+    "best_r1": ("metrics", "R@1"),
+    "best_val_r1": ("validation_metrics", "R@1"),
+    "best_val_map_r": ("validation_metrics", "MAP@R"),
+}
 
 
 def select(evaluations: list[dict], rule: str) -> dict:
-    """The evaluation a selection rule picks: the last one, or the one with the best test R@1 (best_r1) or the best
-    validation R@1 (best_val_r1), the earliest on ties. The record holds the pick's test metrics, and its validation
-    metrics where it has them.
+    """The evaluation a selection rule picks: the last one, or the one with the best test R@1 (best_r1), the best
+    validation R@1 (best_val_r1) or the best validation MAP@R (best_val_map_r), the earliest on ties. The record
+    holds the pick's test metrics, and its validation metrics where it has them.
 
-    >>> runs = [{"iteration": 1, "metrics": {"R@1": 50.0}, "validation_metrics": {"R@1": 40.0}},
-    ...         {"iteration": 2, "metrics": {"R@1": 60.0}, "validation_metrics": {"R@1": 30.0}}]
+    >>> runs = [{"iteration": 1, "metrics": {"R@1": 50.0}, "validation_metrics": {"R@1": 40.0, "MAP@R": 9.0}},
+    ...         {"iteration": 2, "metrics": {"R@1": 60.0}, "validation_metrics": {"R@1": 30.0, "MAP@R": 10.0}}]
     >>> select(runs, "best_r1")["iteration"], select(runs, "best_val_r1")["metrics"]
     (2, {'R@1': 50.0})
+    >>> select(runs, "best_val_map_r")["iteration"]
+    2
     """
     if rule == "final":
         chosen = evaluations[-1]
-    elif rule in _R1_SOURCE:
-        source = _R1_SOURCE[rule]
-        chosen = max(evaluations, key=lambda record: (record[source]["R@1"], -record["iteration"]))
+    elif rule in _CRITERION:
+        source, metric = _CRITERION[rule]
+        chosen = max(evaluations, key=lambda record: (record[source][metric], -record["iteration"]))
     else:
         raise ValueError(f"unknown selection rule {rule!r}")
     record = {"rule": rule, "iteration": chosen["iteration"], "metrics": dict(chosen["metrics"])}
@@ -382,14 +389,16 @@ def select(evaluations: list[dict], rule: str) -> dict:
 
 
 def _applies(rule: str, evaluations: list[dict]) -> bool:
-    """Whether every evaluation has the R@1 ``rule`` reads (final reads none)."""
-    source = _R1_SOURCE.get(rule)
-    return source is None or all("R@1" in (evaluation.get(source) or {}) for evaluation in evaluations)
+    """Whether every evaluation has the metric ``rule`` reads (final reads none)."""
+    if rule not in _CRITERION:
+        return True
+    source, metric = _CRITERION[rule]
+    return all(metric in (evaluation.get(source) or {}) for evaluation in evaluations)
 
 
 def select_every_rule(evaluations: list[dict]) -> dict:
     """``select`` under every rule that applies: "final" always, "best_r1" when every evaluation has R@1,
-    "best_val_r1" when every evaluation has a validation R@1."""
+    "best_val_r1" ("best_val_map_r") when every evaluation has a validation R@1 (MAP@R)."""
     return {rule: select(evaluations, rule) for rule in SELECTION_RULES if _applies(rule, evaluations)}
 
 

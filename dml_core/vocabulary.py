@@ -58,6 +58,10 @@ def suite_backbone(published: str) -> str:
 FAIR_KEY: StudyKey = "fair"
 FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
 FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)
-FAIR_METHODS: tuple[str, ...] = PAPER_KEYS + FAIR_BASELINES
+# A control: a paper method's base loss on that method's own batches (reproduce/fair/controls.yaml), so that the two
+# differ by the method's term alone; it is no classic baseline (not in the best-baseline ranking).
+FairControl = Literal["multi-similarity-paired"]
+FAIR_CONTROLS: tuple[str, ...] = get_args(FairControl)
+FAIR_METHODS: tuple[str, ...] = PAPER_KEYS + FAIR_BASELINES + FAIR_CONTROLS
 FairDataset = Literal["cub200", "cars196", "sop"]
 FAIR_DATASETS: tuple[str, ...] = get_args(FairDataset)

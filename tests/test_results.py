@@ -101,6 +101,18 @@ def test_best_val_r1_picks_by_validation_r1_earliest_on_ties_and_reports_the_tes
     assert set(select_every_rule(partly)) == {"best_r1", "final"}
 
 
+def test_best_val_map_r_picks_by_validation_map_r_where_every_evaluation_has_one():
+    evaluations = [
+        {**evaluation, "validation_metrics": {"R@1": r1, "MAP@R": map_r}}
+        for evaluation, r1, map_r in zip(_payload()["evaluations"], [61.0, 48.0, 50.0], [20.0, 20.0, 23.5], strict=True)
+    ]  # test R@1: 50, 55, 54
+    assert select(evaluations, "best_val_map_r")["iteration"] == 30  # MAP@R's pick, where R@1 picks iteration 10
+    assert select(evaluations, "best_val_map_r")["metrics"]["R@1"] == 54.0
+    assert select_every_rule(evaluations)["best_val_map_r"] == select(evaluations, "best_val_map_r")
+    without = _with_validation(_payload()["evaluations"], [61.0, 48.0, 61.0])  # validation R@1 and NMI only
+    assert "best_val_map_r" not in select_every_rule(without) and "best_val_r1" in select_every_rule(without)
+
+
 def test_a_file_selected_on_validation_records_both_metric_sets_and_loads(tmp_path):
     evaluations = _with_validation(_payload()["evaluations"], [40.0, 42.0, 41.0])
     payload = {

@@ -232,8 +232,9 @@ class EvaluationSettings(StrictModel):
     kmeans_iterations: PositiveInt = 20
     kmeans_seed: NonNegativeInt = 0
     # the evaluation a run reports; the recipes set it through the shared reading ``selection`` (readings.yaml).
-    # best_val_r1: the best R@1 on the validation split (``data.validation``), never on the test classes
-    selection: Literal["best_r1", "final", "best_val_r1"] = "best_r1"
+    # best_val_r1 (best_val_map_r): the best R@1 (MAP@R) on the validation split (``data.validation``), never on the
+    # test classes
+    selection: Literal["best_r1", "final", "best_val_r1", "best_val_map_r"] = "best_r1"
 
 
 class SmokeSettings(StrictModel):
@@ -316,10 +317,10 @@ class Recipe(StrictModel):
 
     @model_validator(mode="after")
     def _validation_selection_has_its_split(self) -> Recipe:
-        if self.evaluation.selection == "best_val_r1" and self.data.validation is None:
+        if self.evaluation.selection in ("best_val_r1", "best_val_map_r") and self.data.validation is None:
             raise ValueError(
-                "evaluation.selection: 'best_val_r1' selects on the validation split; expected data.validation "
-                "(fraction, seed), found none"
+                f"evaluation.selection: {self.evaluation.selection!r} selects on the validation split; expected "
+                "data.validation (fraction, seed), found none"
             )
         return self
 
@@ -397,6 +398,7 @@ _READINGS_HASHED_UNLESS_EARLIER = {
     "cgml.reduction": "mean",
     "drml.weight-decay": "coupled",
     "drml.branch-weighting": "mean",
+    "fair.search-point": "paper",
 }
 
 

@@ -245,7 +245,8 @@ def check_numbers(results: ResultsFile, recipe: Recipe) -> None:
     if rule not in picks:  # best_r1 where some evaluation has no R@1
         raise _field(
             "selection.rule",
-            "a rule its evaluations can apply (best_r1 needs R@1 in each, best_val_r1 a validation R@1 in each)",
+            "a rule its evaluations can apply (best_r1 needs R@1 in each, best_val_r1 a validation R@1 in each, "
+            "best_val_map_r a validation MAP@R in each)",
             repr(rule),
         )
     _check_pick("selection", results.selection, picks[rule])

@@ -42,6 +42,8 @@ class ClaimedGain:
     printed_method: str  # the row's method as printed (``N-pair``, ``ProxyAnchor*``)
     exact: bool  # False: a stand-in, the fair run's best baseline is not printed in that table
     quoted: bool  # the baseline row's numbers are quoted from another publication
+    # the transcription's remarks on the two rows (published.yaml notes: misprints, doubts), "row id: note"
+    remarks: tuple[str, ...] = ()
 
 
 class ClaimedPair(StrictModel):
@@ -78,8 +80,10 @@ class ClaimedPair(StrictModel):
         value = published_value(paper, self.table, self.row, self.metric) - published_value(
             paper, self.table, baseline_row.id, self.metric
         )
+        rows = (find_row(paper, self.table, self.row), baseline_row)
+        remarks = tuple(f"`{row.id}`: {' '.join(row.note.split())}" for row in rows if row.note)
         return ClaimedGain(value, self.metric, self.table, choice, baseline_row.method, choice == best,
-                           baseline_row.quoted)  # fmt: skip
+                           baseline_row.quoted, remarks)  # fmt: skip
 
 
 class FairClaims(StrictModel):

@@ -15,6 +15,7 @@ from dml_core.errors import InputError
 from dml_core.results import ResultsFile
 from dml_core.tables.mini import backbone_label
 
+SEARCH_READING = "fair.search-point"  # the study's reading: each method's loss hyper-parameters, searched or not
 # A label set large enough for any sampler's parameters (P classes x K images, a shuffled pool): images per step
 # is then what the sampler's batch holds, whatever the data set.
 _SYNTHETIC_CLASSES, _SYNTHETIC_IMAGES = 1000, 100
@@ -81,6 +82,15 @@ def _validation(results: ResultsFile) -> str:
     return text
 
 
+def _hyper_parameters(results: ResultsFile) -> str:
+    """Whose loss hyper-parameters the run trained with: its paper's (which the papers chose with feedback from
+    their test classes), or a point of the validation search."""
+    point = (results.recipe.content.get("readings") or {}).get(SEARCH_READING, "paper")
+    if point == "paper":
+        return "each method's paper's, which the papers chose on their test classes"
+    return f"{SEARCH_READING} {point}"
+
+
 FIELDS: dict[str, Callable[[ResultsFile], str]] = {
     "backbone": _backbone,
     "frozen BN": lambda r: "yes" if _content(r, "model").get("frozen_bn") else "no",
@@ -91,6 +101,7 @@ FIELDS: dict[str, Callable[[ResultsFile], str]] = {
     "steps": lambda r: str(r.timing.iterations),
     "selection": lambda r: r.selection.rule,
     "validation split": _validation,
+    "loss hyper-parameters": _hyper_parameters,
 }
 
 

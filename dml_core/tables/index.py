@@ -78,6 +78,7 @@ def _fair_section(tables_root: Path, tier: Tier) -> list[str]:
     if not page.with_suffix(".csv").is_file():
         return []
     frame = pd.read_csv(page.with_suffix(".csv"), keep_default_na=False)
+    frame = frame[frame["kind"].isin(["paper", "baseline"])]  # the lines judged against the best baseline
     rows = []
     for dataset, group in frame.groupby("dataset", sort=False):
         ran = group[group["verdict"] != NOT_RUN]

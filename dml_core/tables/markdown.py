@@ -48,6 +48,8 @@ SELECTION_RULES = {
     "final": "final: the last evaluation of the run (the reading `selection` at final)",
     "best_val_r1": "best_val_r1: the evaluation with the best R@1 on the validation split held out of the training "
     "classes (earliest on ties); every metric of the row is that evaluation's test number",
+    "best_val_map_r": "best_val_map_r: the evaluation with the best MAP@R on the validation split held out of the "
+    "training classes (earliest on ties); every metric of the row is that evaluation's test number",
 }
 # The shared reading ``precision``: what the model's training forward ran in (``ResultsFile.training_precision``).
 PRECISIONS = {

@@ -140,8 +140,11 @@ def _train(
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
     checkpoint_path = out_dir / CHECKPOINT_NAME
     selection = recipe.evaluation.selection
-    if selection in ("best_r1", "best_val_r1") and "recall" not in recipe.evaluation.metrics:
-        raise InputError(f"recipe {recipe.id}: evaluation.selection {selection!r} needs 'recall' in evaluation.metrics")
+    needed = {"best_r1": "recall", "best_val_r1": "recall", "best_val_map_r": "map_at_r"}.get(selection)
+    if needed is not None and needed not in recipe.evaluation.metrics:
+        raise InputError(
+            f"recipe {recipe.id}: evaluation.selection {selection!r} needs {needed!r} in evaluation.metrics"
+        )
     # every tier alike, before the checkpoint: a finished smoke or mini run keeps none
     if not rerun and check_finished_run(results_path, recipe):
         return results_path

@@ -19,9 +19,11 @@ def test_list_shows_every_run_with_its_targets(capsys):
 def test_list_shows_the_fair_studys_runs_with_their_datasets(capsys):
     assert main(["recipes", "list", "--paper", "fair"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("fair (20 runs)")
-    assert "  damlrrm-cars196  ->  no published row (a study's run)  on cars196  (methods.yaml)" in out
-    assert "  npair-cub200  ->  no published row (a study's run)  on cub200  (baselines.yaml)" in out
+    assert out.startswith("fair (22 runs)")
+    study = "no published row (a study's run)"
+    assert f"  damlrrm-cars196  ->  {study}  on cars196  [readings: fair.search-point]  (methods.yaml)" in out
+    assert f"  npair-cub200  ->  {study}  on cub200  [readings: fair.search-point]  (baselines.yaml)" in out
+    assert f"  multi-similarity-paired-cub200  ->  {study}  on cub200  (controls.yaml)" in out
 
 
 def test_show_prints_the_expanded_recipe_under_a_reading(capsys):

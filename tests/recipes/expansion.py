@@ -13,15 +13,17 @@ import sys
 from pathlib import Path
 
 from dml_core.recipes import load_catalog
+from dml_core.vocabulary import RECIPE_KEYS
 
 COMMITTED = Path(__file__).with_name("expanded_runs.json")
 PROSE = ("description", "assumptions")
 
 
 def expansion() -> dict[str, dict]:
-    """``paper/id -> {"targets": [...], "recipe": {...}}`` for every run, in id order."""
+    """``paper/id -> {"targets": [...], "recipe": {...}}`` for every run of every recipe folder (the papers' and
+    the fair study's), in id order."""
     runs = {}
-    for key, paper in load_catalog().items():
+    for key, paper in load_catalog(papers=RECIPE_KEYS).items():
         for run in paper.runs:
             recipe = run.recipe().model_dump(mode="json", exclude=set(PROSE))
             targets = sorted(f"{t['table']}/{t['row']}" for t in recipe.pop("targets"))

@@ -1,7 +1,8 @@
 """The fair study's recipes (reproduce/fair/): every run loads; every run of a data set shares the protocol's
 backbone, embedding, preprocessing, optimiser, schedule, length, images per step, validation split and selection
 (computed from the expanded recipes and the samplers they build, not restated); each method's loss is its paper
-recipe's; the study's plan (seeds, the mini tier's runs)."""
+recipe's; cgml's control is cgml without its term on cgml's batches; each search point moves one of a method's own
+loss parameters, and the default point hashes as before; the study's plan (seeds, the mini tier's runs)."""
 
 import inspect
 
@@ -21,7 +22,9 @@ FAIR = load_paper("fair")
 RUNS = list(FAIR.runs)
 PAPER_METHODS = ("damlrrm", "anml", "gpw", "drml", "cgml")
 BASELINES = ("contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair")
+CONTROLS = ("multi-similarity-paired",)
 DATASETS = ("cub200", "cars196")
+SEARCH = "fair.search-point"
 
 # Each method's run in its paper's recipes (the settings the fair run must keep). The loss parameters do not depend
 # on the data set in these recipes; cgml's BN-Inception setting (B) has no CUB run, so its Cars run stands for both.
@@ -68,7 +71,7 @@ def _images_per_step(recipe) -> int:
 
 
 def test_the_study_declares_every_method_on_each_data_set():
-    expected = {f"{method}-{dataset}" for method in PAPER_METHODS + BASELINES for dataset in DATASETS}
+    expected = {f"{method}-{dataset}" for method in PAPER_METHODS + BASELINES + CONTROLS for dataset in DATASETS}
     assert {run.id for run in RUNS} == expected
     assert all(run.recipe().data.dataset == run.id.rsplit("-", 1)[1] for run in RUNS)
 
@@ -97,7 +100,7 @@ def test_every_method_of_a_data_set_shares_the_protocol(dataset):
 
 
 def test_the_data_sets_differ_only_in_the_data_set():
-    for method in PAPER_METHODS + BASELINES:
+    for method in PAPER_METHODS + BASELINES + CONTROLS:
         cub, cars = (FAIR.run(f"{method}-{dataset}").recipe() for dataset in DATASETS)
         assert cub.data.dataset != cars.data.dataset
         assert cub.model_copy(update={"data": cars.data, "id": cars.id, "description": ""}).computation() == (
@@ -108,7 +111,37 @@ def test_the_data_sets_differ_only_in_the_data_set():
 def test_each_method_keeps_its_batch_structure():
     structure = {run.id.rsplit("-", 1)[0]: run.recipe().sampler.name for run in RUNS}
     assert structure.pop("damlrrm") == "two_stream" and structure.pop("cgml") == "paired"
+    assert structure.pop("multi-similarity-paired") == "paired"
     assert set(structure.values()) == {"pk"}
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_cgmls_control_is_cgml_without_its_term_on_cgmls_batches(dataset):
+    cgml, control = (FAIR.run(f"{method}-{dataset}").recipe() for method in ("cgml", "multi-similarity-paired"))
+    assert control.loss.params["lambda_"] == 0.0 and cgml.loss.params["lambda_"] > 0
+    assert control.loss.params | {"lambda_": cgml.loss.params["lambda_"]} == cgml.loss.params
+    assert (control.sampler, control.mini.sampler_params) == (cgml.sampler, cgml.mini.sampler_params)
+    # its base loss is the multi-similarity baseline's, as that baseline runs it
+    baseline = FAIR.run(f"multi-similarity-{dataset}").recipe().loss
+    assert (control.loss.params["base"], control.loss.params["base_params"]) == (baseline.name, baseline.params)
+    assert SEARCH not in FAIR.run(f"multi-similarity-paired-{dataset}").reading_names  # controls are not searched
+
+
+@pytest.mark.parametrize("run", [run for run in RUNS if SEARCH in run.reading_names], ids=lambda run: run.id)
+def test_a_search_point_moves_one_of_the_methods_own_loss_parameters(run):
+    paper = run.recipe()
+    assert paper.content_hash() == run.recipe({SEARCH: "paper"}).content_hash()
+    # the reading at its default is not hashed: the runs hashed before it existed keep their hashes
+    assert SEARCH not in paper.computation()["readings"]
+    moved = []
+    for point in ("lower", "higher"):
+        searched = run.recipe({SEARCH: point})
+        assert searched.model_copy(update={"loss": paper.loss, "readings": paper.readings, "variant": ""}) == paper
+        changed = {name for name, value in searched.loss.params.items() if paper.loss.params.get(name) != value}
+        assert len(changed) == 1, changed
+        moved.append((changed.pop(), searched.loss.params))
+    (name, lower), (other, higher) = moved
+    assert name == other and lower[name] < paper.loss.params[name] < higher[name]
 
 
 @pytest.mark.parametrize("method", sorted(PAPER_RUN))
@@ -147,11 +180,11 @@ def test_the_plan_runs_the_study_seeds_at_full_scale_and_one_data_set_at_the_min
     runs, seeds = study_plan(FAIR, study, Tier.FULL, RUNS, None, (0, 1, 2))
     assert runs == RUNS and list(seeds) == study.seeds and len(seeds) >= 3
     runs, seeds = study_plan(FAIR, study, Tier.MINI, RUNS, None, (0, 1, 2))
-    assert {_method(run) for run in runs} == set(PAPER_METHODS + BASELINES) and len(runs) == 10
+    assert {_method(run) for run in runs} == set(PAPER_METHODS + BASELINES + CONTROLS) and len(runs) == 11
     assert {run.recipe().data.dataset for run in runs} == {study.mini_dataset} and list(seeds) == [0, 1, 2]
     assert study_plan(FAIR, study, Tier.MINI, RUNS, [4], (0, 1, 2))[1] == [4]  # given seeds win
     # at the mini tier every data set is the same glyph set: the other data set's runs would compute the same
-    for method in PAPER_METHODS + BASELINES:
+    for method in PAPER_METHODS + BASELINES + CONTROLS:
         mini = {mini_version(FAIR.run(f"{method}-{dataset}").recipe()).content_hash() for dataset in DATASETS}
         assert len(mini) == 1, method
 

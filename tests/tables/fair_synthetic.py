@@ -40,16 +40,22 @@ def fair_payload(
     rule: str = "best_val_r1",
     tier: Tier = Tier.FULL,
     sampler: dict | None = None,
+    variant: str = "",
+    validation_r1: float | None = None,
 ) -> dict:
-    """One run whose validation-selected evaluation has test R@1 ``r1`` (MAP@R ``r1 - 20``, NMI ``r1 + 5``)."""
-    payload = results_payload(f"{method}-{dataset}", seed=seed, paper=FAIR_KEY)
+    """One run whose validation-selected evaluation has test R@1 ``r1`` (MAP@R ``r1 - 20``, NMI ``r1 + 5``) and
+    validation R@1 ``validation_r1`` (default ``r1 - 1``; validation MAP@R 20 below it), under the readings
+    ``variant`` (``name=value~...``)."""
+    payload = results_payload(f"{method}-{dataset}", seed=seed, paper=FAIR_KEY, variant=variant)
+    val = r1 - 1 if validation_r1 is None else validation_r1
     evaluations = [
         {"iteration": 100, "epoch": 1.0, "seconds": 1.0, "metrics": {"R@1": PLANTED, "MAP@R": PLANTED, "NMI": PLANTED},
-         "validation_metrics": {"R@1": 10.0, "MAP@R": 5.0, "NMI": 30.0}},
+         "validation_metrics": {"R@1": 1.0, "MAP@R": 0.5, "NMI": 30.0}},
         {"iteration": 200, "epoch": 2.0, "seconds": 1.0, "metrics": {"R@1": r1, "MAP@R": r1 - 20, "NMI": r1 + 5},
-         "validation_metrics": {"R@1": r1 - 1, "MAP@R": r1 - 21, "NMI": r1 + 4}},
+         "validation_metrics": {"R@1": val, "MAP@R": val - 20, "NMI": val + 5}},
     ]  # fmt: skip
-    content = {**RECIPE_CONTENT, "sampler": sampler or RECIPE_CONTENT["sampler"]}
+    content = {**RECIPE_CONTENT, **payload["recipe"]["content"], "sampler": sampler or RECIPE_CONTENT["sampler"],
+               "training": {"seed": seed}}  # fmt: skip
     payload["recipe"]["content"] = content
     payload["evaluations"] = evaluations
     payload["selection"] = select(evaluations, rule)
@@ -65,9 +71,10 @@ def fair_payload(
 
 
 def write_fair_result(results_root: Path, payload: dict) -> Path:
-    """Where the trainer writes it: ``<results_root>/[mini/]fair/<method>-<dataset>-seed<N>.json``."""
-    path = results_file(results_root, FAIR_KEY, payload["recipe"]["id"], payload["seed"], Tier(payload["tier"]))
-    return write_results(path, payload)
+    """Where the trainer writes it: ``<results_root>/[mini/]fair/<method>-<dataset>[~<variant>]-seed<N>.json``."""
+    variant = payload["recipe"]["content"]["variant"]
+    name = payload["recipe"]["id"] + (f"~{variant}" if variant else "")
+    return write_results(results_file(results_root, FAIR_KEY, name, payload["seed"], Tier(payload["tier"])), payload)
 
 
 def write_runs(results_root: Path, runs: dict[str, list[float]], dataset: str = "cub200", **options) -> None:

@@ -55,6 +55,8 @@ def test_the_index_lists_the_fair_study_with_its_verdicts_per_data_set(tmp_path)
         "dataset,method,kind,verdict\n"
         "cub200,damlrrm,paper,beats\ncub200,anml,paper,ties\ncub200,contrastive,baseline,ties\n"
         "cub200,triplet-semihard,baseline,reference\ncars196,damlrrm,paper,not run\n"
+        # a control and its same-batch comparison are no methods judged against the best baseline
+        "cub200,multi-similarity-paired,control,control (below)\ncub200,cgml,same-batch comparison,loses\n"
     )
     text = write_index(tables, TOLERANCES, tier=Tier.FULL).read_text()
     assert "No paper has been built yet." not in text

@@ -1,6 +1,7 @@
 """Training with a validation split (``data.validation``) on the embedded glyphs: the batches never hold a held-out
 class (either pipeline), every sampler works on the classes left, and selection on the validation split
-(``best_val_r1``) never reads the test classes: a planted test-only signal cannot change the selected checkpoint."""
+(``best_val_r1``) never reads the test classes: a planted test-only signal cannot change the selected checkpoint;
+selection on validation MAP@R needs MAP@R among the metrics."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch
 
 from dml_core.data.index import SplitIndex
 from dml_core.data.validation_split import held_out_classes
+from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results, select
 from dml_core.training import builders, train
@@ -132,3 +134,11 @@ def test_a_planted_test_only_signal_cannot_change_the_checkpoint_selected_on_val
     assert planted.selection.metrics != honest.selection.metrics  # each reports its own test number
     assert planted.evaluation_protocol["validation_split"] == honest.evaluation_protocol["validation_split"]
     assert planted.evaluation_protocol["validation_split"]["classes"] == 9
+
+
+def test_selection_on_validation_map_r_needs_map_at_r_among_the_metrics(tmp_path):
+    tree = tiny_run(data=VALIDATION, evaluation={"metrics": ["recall"], "selection": "best_val_map_r"})
+    recipe = load_recipe(recipe_file(tmp_path, tree))
+    with pytest.raises(InputError, match=r"selection 'best_val_map_r' needs 'map_at_r' in evaluation\.metrics"):
+        train(recipe, tmp_path / "run", device="cpu", progress=False)
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
