@@ -37,6 +37,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from dml_core.errors import InputError
 from dml_core.models.freezing import batchnorm_layers
+from dml_core.training.device_choice import unusable_gpu
 
 # How long the other ranks wait for rank 0's metrics. Rank 0 computes them alone (k-means and NMI over SOP's 60,502
 # test embeddings can outlast the default 10-minute collective time-out); the others wait in a CPU (gloo) group of
@@ -136,7 +137,9 @@ class Process:
             return device
         what = f"device {requested!r}" if requested else "the default device 'cuda'"
         if not torch.cuda.is_available():
-            raise InputError(f"{what}: expected a CUDA GPU, found none on this machine; pass --device cpu")
+            unusable = unusable_gpu()  # nvidia-smi lists a GPU: the driver against the wheel's CUDA, what to install
+            found = f"none torch can use ({unusable})" if unusable else "none on this machine"
+            raise InputError(f"{what}: expected a CUDA GPU, found {found}; pass --device cpu")
         if self.active and device.index is not None:
             raise InputError(
                 f"{what}: under torchrun each of the {self.world_size} processes trains on the GPU of its "
