@@ -4,7 +4,7 @@ Defaults are relative to the working directory (the repository root under nox); 
 ``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image keeps the defaults, inside its copy of the
 repository, and docs/gpu.md ("Docker") mounts the checkout's own folders there).
 Smoke and mini output go to a ``smoke/`` or ``mini/`` sub-folder of each, so they never mix with full-scale
-numbers (or with each other).
+numbers (or with each other); a rehearsal's (a full-scale run cut short by ``--max-steps``) to ``rehearsal/``.
 
 >>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, Tier.SMOKE).as_posix()
 'results/smoke/damlrrm/ours-cub200-seed1.json'
@@ -67,6 +67,16 @@ def results_root() -> Path:
 
 def tables_root() -> Path:
     return Path(os.environ.get("DML_TABLES_DIR", "tables"))
+
+
+def rehearsal_root(root: Path) -> Path:
+    """``<root>/rehearsal``: the runs and results of rehearsals, apart from the reproductions' (the table builder
+    never reads them, and the results gate refuses a rehearsal's file wherever it lies).
+
+    >>> rehearsal_root(Path("results")).as_posix()
+    'results/rehearsal'
+    """
+    return root / "rehearsal"
 
 
 def _scoped(root: Path, tier: Tier) -> Path:

@@ -135,6 +135,14 @@ class TimingRecord(StrictModel):
     host_load: HostLoadRecord | None = None  # None: files written before it was recorded, or no load average
 
 
+class RehearsalRecord(StrictModel):
+    """A full-scale run cut short (``--max-steps``) to rehearse the path to its first steps: its numbers stand for
+    no row of any table, and the results gate refuses the file."""
+
+    max_steps: int = Field(ge=1)
+    recipe_iterations: int = Field(ge=1)  # what its recipe trains
+
+
 class ResultsFile(TierRecorded):
     """A deep run (recipe x seed)."""
 
@@ -168,6 +176,7 @@ class ResultsFile(TierRecorded):
     # retrieval metrics)
     queries: QueryTermsRecord | None = None
     timing: TimingRecord
+    rehearsal: RehearsalRecord | None = None  # absent: the run trained as long as its recipe says
 
     @model_validator(mode="after")
     def _selections_agree(self) -> ResultsFile:
@@ -419,11 +428,13 @@ def deep_results_payload(
     resumed_runs: int,
     world_size: int,
     device_type: str,
+    rehearsal: dict[str, int] | None = None,
 ) -> dict:
     """A finished deep run's results file (``ResultsFile``'s fields), from what the trainer measured and the
     ``recipe`` (a ``dml_core.recipes.settings.Recipe``) it ran on a device of ``device_type``: the selection rules
-    applied to its evaluations here, and the precision its model trained in."""
-    return {
+    applied to its evaluations here, and the precision its model trained in. ``rehearsal``: a run cut short
+    (``RehearsalRecord``'s fields)."""
+    payload = {
         "schema_version": SCHEMA_VERSION,
         "status": "complete",
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -458,3 +469,4 @@ def deep_results_payload(
             "resumed_runs": resumed_runs,
         },
     }
+    return {**payload, "rehearsal": rehearsal} if rehearsal else payload

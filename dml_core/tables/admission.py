@@ -5,6 +5,7 @@ only when
 
 - it reads as a results file of the folder's kind (smoke or full), names this paper and rows that exist, and is
   the only file of its run, readings and seed (``join.read_results_folder``);
+- it is no rehearsal (a run cut short by ``--max-steps``, written apart from the reproductions' anyway);
 - in full tables, its dataset is the dataset of every row it targets (no smoke or embedded-set run);
 - its recipe is the pinned run's: the run of ``reproduce/<key>/`` with its id, under the readings the file
   records, with only the seed and the input pipeline set on top (:data:`ALLOWED_OVERRIDES`; a file run with any
@@ -70,6 +71,17 @@ def _field(name: str, expected: str, found: object) -> _Refused:
 
 def _rows_text(pairs) -> str:
     return ", ".join(f"{table}/{row}" for table, row in pairs) or "none"
+
+
+def check_not_a_rehearsal(results: ResultsFile) -> None:
+    """A rehearsal trained only the first steps of its recipe: its numbers stand for no row."""
+    rehearsal = results.rehearsal
+    if rehearsal is not None:
+        raise _field(
+            "rehearsal",
+            "none (a run trained as long as its recipe says)",
+            f"a rehearsal cut to {rehearsal.max_steps} of its recipe's {rehearsal.recipe_iterations} iterations",
+        )
 
 
 def check_rows(results: AnyResults, paper: PublishedPaper, tier: Tier) -> None:
@@ -262,6 +274,7 @@ def results_problem(results: AnyResults, paper: PublishedPaper, plan: Plan, tier
     try:
         check_rows(results, paper, tier)
         if isinstance(results, ResultsFile):
+            check_not_a_rehearsal(results)
             recipe = pinned_recipe(results, plan, tier)
             check_identity(results, recipe)
             check_numbers(results, recipe)

@@ -255,6 +255,16 @@ def test_a_run_stopped_short_of_its_last_iteration_is_refused(root):
     )
 
 
+def test_a_rehearsal_is_refused_wherever_it_lies_even_when_its_numbers_look_whole(root):
+    # A rehearsal's file in the reproductions' folder (moved there by hand), its evaluations made to look complete:
+    # the gate reads the record it carries, not only where it lies.
+    write_results_file(root / "results", {**pinned_payload(), "rehearsal": {"max_steps": 1, "recipe_iterations": 10}})
+    assert _only_refusal(_admit(root)) == (
+        "field rehearsal: expected none (a run trained as long as its recipe says), found a rehearsal cut to 1 of its "
+        "recipe's 10 iterations"
+    )
+
+
 def test_unreadable_and_duplicate_files_are_refused_and_the_others_still_admitted(root):
     write_results_file(root / "results", pinned_payload())
     folder = root / "results" / PAPER_KEY
