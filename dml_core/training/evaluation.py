@@ -3,6 +3,7 @@ keeping the per-query terms of the evaluations a selection rule picks, for the r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -73,22 +74,24 @@ def evaluate_model(
     device: torch.device,
     process: Process = SINGLE_PROCESS,
     embedder: TestSetEmbedder | None = None,
+    recall_ks: Sequence[int] | None = None,
 ) -> Evaluation:
     """The recipe's evaluation protocol (metrics, K list, normalisation, k-means) on the test set.
 
     With several processes each embeds one contiguous slice of the test set; the embeddings are gathered once
     and rank 0 computes the metrics, which every rank then receives (an error there is raised on every rank).
-    ``embedder``: a run's own, kept between its evaluations; None: one for this evaluation only."""
+    ``embedder``: a run's own, kept between its evaluations; None: one for this evaluation only. ``recall_ks``:
+    another K list than the recipe's (a rehearsal's: ``recall_ks_within``)."""
     if embedder is None:
         with closing(TestSetEmbedder(test_set, recipe, device, process)) as once:
-            return evaluate_model(model, test_set, recipe, device, process, once)
+            return evaluate_model(model, test_set, recipe, device, process, once, recall_ks)
     embeddings = embedder(model)
     if process.active:
         embeddings = process.gather_rows(torch.from_numpy(embeddings).to(device)).cpu().numpy()
     outcome: Evaluation | Exception | None = None
     if process.is_main:
         try:
-            outcome = _evaluate_embeddings(embeddings, test_set, recipe, device)
+            outcome = _evaluate_embeddings(embeddings, test_set, recipe, device, recall_ks)
         except Exception as error:  # every rank must learn of it, or the others wait forever
             if not process.active:
                 raise
@@ -99,14 +102,36 @@ def evaluate_model(
     return outcome
 
 
-def _evaluate_embeddings(embeddings: np.ndarray, test_set: builders.TestSet, recipe: Recipe, device) -> Evaluation:
+def recall_ks_within(recall_ks: Sequence[int], evaluation_set: builders.TestSet) -> list[int]:
+    """``recall_ks`` without the Ks beyond what a query of ``evaluation_set`` can retrieve: a rehearsal's K list,
+    whose test split may be a few images (CUB's K = 32 needs 33). A run of the recipe keeps its whole list, and a K
+    its test set cannot have stays an error there.
+
+    >>> tiny = builders.TestSet(None, np.array([0, 0, 1, 1, 1, 2]), None, None)
+    >>> recall_ks_within([1, 2, 4, 8, 16, 32], tiny)
+    [1, 2, 4]
+    """
+    if evaluation_set.gallery_mask is not None:
+        retrievable = int(np.count_nonzero(evaluation_set.gallery_mask))
+    else:
+        retrievable = len(evaluation_set.labels) - 1  # a query's own row is excluded
+    return [k for k in recall_ks if k <= retrievable]
+
+
+def _evaluate_embeddings(
+    embeddings: np.ndarray,
+    test_set: builders.TestSet,
+    recipe: Recipe,
+    device,
+    recall_ks: Sequence[int] | None = None,
+) -> Evaluation:
     bad_rows = int((~np.isfinite(embeddings).all(1)).sum())
     if bad_rows:
         raise NonFiniteEmbeddingsError(f"{bad_rows} of {len(embeddings)} test embeddings are NaN or infinite")
     return evaluate(
         embeddings,
         test_set.labels,
-        builders.recall_ks(recipe),
+        builders.recall_ks(recipe) if recall_ks is None else recall_ks,
         metrics=recipe.evaluation.metrics,
         normalize=recipe.evaluation.normalize,
         query_mask=test_set.query_mask,

@@ -39,12 +39,20 @@ from dml_core.output_paths import recorded_path
 from dml_core.recipes.settings import Recipe
 from dml_core.results import deep_results_payload, write_results
 from dml_core.tier import Tier
+from dml_core.training import builders
 from dml_core.training.checkpoint import CHECKPOINT_NAME, keeps_finished_checkpoint, load_checkpoint, save_checkpoint
 from dml_core.training.clock import DeviceClock
 from dml_core.training.cuda_graphs import check_cuda_graphs, training_forward, uses_cuda_graphs
 from dml_core.training.determinism import run_determinism
+from dml_core.training.device_choice import gpu_driver
 from dml_core.training.distributed import Process
-from dml_core.training.evaluation import NonFiniteEmbeddingsError, PickedQueryTerms, TestSetEmbedder, evaluate_model
+from dml_core.training.evaluation import (
+    NonFiniteEmbeddingsError,
+    PickedQueryTerms,
+    TestSetEmbedder,
+    evaluate_model,
+    recall_ks_within,
+)
 from dml_core.training.loaders import loading_record
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
@@ -90,6 +98,7 @@ def train(
     progress: bool = True,
     results_path: str | Path | None = None,
     rerun: bool = False,
+    max_steps: int | None = None,
 ) -> Path:
     """Run ``recipe`` (already shrunk to its ``tier``) and write its results file; return
     its path.
@@ -103,6 +112,11 @@ def train(
     finished. Under torchrun
     (WORLD_SIZE > 1 in the environment) every process calls this; the process group is joined here (and left
     again if this call created it).
+
+    ``max_steps``: a rehearsal, the recipe (and its content hash) as it is but trained for its first ``max_steps``
+    iterations only, then evaluated on the Recall@K list its test split allows (``recall_ks_within``); its results
+    file says so (``rehearsal``), and the results gate refuses it. A rehearsal always trains (a finished one again),
+    keeps no checkpoint once finished, and continues no checkpoint of another length.
     """
     process = Process.from_environment()
     torch_device = process.device(device)
@@ -113,7 +127,7 @@ def train(
             return _train(
                 recipe, Path(out_dir), process, torch_device, determinism, recipe_path=recipe_path,
                 overrides=overrides, tier=tier, resume=resume, data_root=data_root, progress=progress,
-                results_path=results_path, rerun=rerun,
+                results_path=results_path, rerun=rerun or max_steps is not None, max_steps=max_steps,
             )  # fmt: skip
         finally:
             if created_group:
@@ -135,6 +149,7 @@ def _train(
     progress: bool,
     results_path: str | Path | None,
     rerun: bool,
+    max_steps: int | None,
 ) -> Path:
     out_dir = Path(out_dir)
     results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
@@ -159,7 +174,8 @@ def _train(
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     torch.manual_seed(recipe.training.seed)
     root = resolve_data_root(data_root, recipe.data.root)
-    run = TrainingRun(recipe, process, device, checkpoint_path, build_run(recipe, root, device, process), tier)
+    parts = build_run(recipe, root, device, process)
+    run = TrainingRun(recipe, process, device, checkpoint_path, parts, tier, max_steps)
     with closing(run):  # its loader workers go when it ends, so a process that trains many runs keeps none
         state = load_checkpoint(checkpoint_path) if resume and checkpoint_path.exists() else None
         if state is not None and run.accepts(state, rerun):
@@ -183,11 +199,12 @@ def _train(
         resumed_runs=run.resumed_runs,
         world_size=process.world_size,
         device_type=device.type,
+        rehearsal=run.rehearsal_record(),
     )
     if process.is_main:
         queries = run.query_terms.write_beside(results_path)  # first: the results file names it
         write_results(results_path, {**payload, "queries": queries} if queries else payload)
-    if process.is_main and not keeps_finished_checkpoint(tier):
+    if process.is_main and (max_steps is not None or not keeps_finished_checkpoint(tier)):
         checkpoint_path.unlink(missing_ok=True)  # finished: the results file says so, and resume reads it
     process.barrier()  # the file exists when train returns, on every rank
     return results_path
@@ -201,6 +218,7 @@ def _run_environment(run: TrainingRun, determinism: dict) -> dict:
         "device": str(device),
         # the run's GPU (not the machine's first), none for a CPU run on a GPU machine: tables name the device by it
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "gpu_driver": gpu_driver(device),  # what the wheel's CUDA ran on (``device_choice``: its minimum)
         "distributed": run.distributed_record(),
         "data_loading": {
             # the training batches' workers (the cache pipeline draws crop boxes in at most one)
@@ -212,18 +230,34 @@ def _run_environment(run: TrainingRun, determinism: dict) -> dict:
     }
 
 
+def _length(max_steps: int | None) -> str:
+    return (
+        f"a rehearsal cut to {max_steps} step{'s' if max_steps > 1 else ''}"
+        if max_steps
+        else "a run of the whole recipe"
+    )
+
+
 class TrainingRun:
     """One run's state between its checkpoints: where it is (iteration, evaluations, timing, resumes, the git
     state of each start) and the steps that move it on (train, evaluate, checkpoint)."""
 
     def __init__(
-        self, recipe: Recipe, process: Process, device: torch.device, checkpoint_path: Path, parts, tier: Tier
+        self,
+        recipe: Recipe,
+        process: Process,
+        device: torch.device,
+        checkpoint_path: Path,
+        parts,
+        tier: Tier,
+        max_steps: int | None = None,
     ) -> None:
         self.recipe, self.process, self.device, self.parts = recipe, process, device, parts
-        self.checkpoint_path, self.tier = checkpoint_path, tier
+        self.checkpoint_path, self.tier, self.max_steps = checkpoint_path, tier, max_steps
         settings = recipe.training
         self.per_epoch = parts.iterations_per_epoch
-        self.total = settings.iterations or settings.epochs * self.per_epoch
+        self.recipe_total = settings.iterations or settings.epochs * self.per_epoch
+        self.total = min(self.recipe_total, max_steps) if max_steps else self.recipe_total
         unit = self.per_epoch if settings.epochs else 1
         self.eval_every, self.checkpoint_every = settings.eval_every * unit, settings.checkpoint_every * unit
         self.watch = NonFiniteWatch(device)
@@ -260,6 +294,12 @@ class TrainingRun:
                 f"{self.checkpoint_path}: written by recipe {state['recipe_id']} with hash "
                 f"{state['recipe_sha256'][:12]}, but this run's recipe hash is {self.recipe.content_hash()[:12]}; "
                 "use another --out"
+            )
+        saved_steps = state.get("max_steps")  # older checkpoints: none, as every run's before rehearsals
+        if saved_steps != self.max_steps:
+            raise InputError(
+                f"{self.checkpoint_path}: written by {_length(saved_steps)}, continued by {_length(self.max_steps)}; "
+                "use another --out (a rehearsal never continues or replaces another length's checkpoint)"
             )
         return not (rerun and state.get("finished"))  # a finished run's, under rerun: start over
 
@@ -303,6 +343,7 @@ class TrainingRun:
                 "recipe_sha256": recipe.content_hash(),
                 "recipe": recipe.model_dump(mode="json"),
                 "smoke": self.tier == Tier.SMOKE,
+                "max_steps": self.max_steps,
                 "iteration": self.iteration,
                 "finished": finished,
                 "model": parts.model.state_dict(),
@@ -338,8 +379,10 @@ class TrainingRun:
         self.query_terms.add(self.iteration, result.per_query, self.evaluations)  # the test queries' terms
 
     def _evaluate_on(self, evaluation_set, embedder: TestSetEmbedder):
+        recipe = self.recipe
+        ks = recall_ks_within(builders.recall_ks(recipe), evaluation_set) if self.max_steps else None
         try:
-            return evaluate_model(self.parts.model, evaluation_set, self.recipe, self.device, self.process, embedder)
+            return evaluate_model(self.parts.model, evaluation_set, recipe, self.device, self.process, embedder, ks)
         except NonFiniteEmbeddingsError as error:
             raise NonFiniteError(
                 f"recipe {self.recipe.id}: evaluation after iteration {self.iteration}: {error}; "
@@ -413,6 +456,12 @@ class TrainingRun:
         """Add the training time since ``segment_start`` and sample the host's load (what else shared that time)."""
         self.timing["train_seconds"] += self.clock.now() - segment_start
         host_load.add_sample(self.timing["host_load"], host_load.load_average())
+
+    def rehearsal_record(self) -> dict[str, int] | None:
+        """What a rehearsal's results file says of it (None: the run trained as long as its recipe says)."""
+        if self.max_steps is None:
+            return None
+        return {"max_steps": self.max_steps, "recipe_iterations": self.recipe_total}
 
     def distributed_record(self) -> dict:
         return {
