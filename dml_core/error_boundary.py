@@ -7,6 +7,9 @@
   written once the run was under way (``OutputError``: disk full), the GPU out of memory;
 - exit 130: interrupted (Ctrl-C).
 
+Not a failure of a run but of a promise: ``dml reproduce --skip-missing`` exits 3 when it left runs out for want of
+their inputs (and none failed), so a script cannot take a paper's partial reproduction for a whole one.
+
 Anything else is a bug in the suite and keeps its traceback; ``dml --debug`` shows the traceback of the expected
 failures too.
 """
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from dml_core.errors import InputError, OutputError
 
-BAD_INPUT, FAILED_RUN, INTERRUPTED = 2, 1, 130
+BAD_INPUT, FAILED_RUN, NOT_ALL_RUN, INTERRUPTED = 2, 1, 3, 130
 
 # How a DataLoader worker's exception reaches the main process: its traceback inside the message.
 _WORKER_TRACEBACK = "Original Traceback (most recent call last):"

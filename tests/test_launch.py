@@ -13,6 +13,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import submitit
@@ -242,9 +243,10 @@ def test_a_job_of_several_tasks_exports_the_torch_distributed_environment(tmp_pa
     executor = make_executor("local", tmp_path / "jobs", JobResources(gpus_per_job=2, timeout_min=5), "dml-test")
     executor.update_parameters(tasks_per_node=2)  # what Slurm runs for --gpus-per-job 2 (local jobs run one task)
     paper = _ReportRank(
-        PAPER_KEY, recipes_dir=tmp_path, runs_root=tmp_path, results_root=tmp_path, tables_root=tmp_path
+        PAPER_KEY, recipes_dir=tmp_path, runs_root=tmp_path, results_root=tmp_path, tables_root=tmp_path, device="cpu"
     )
-    tasks = [json.loads(result) for result in executor.submit(TrainJob(paper, plan=None)).results()]
+    plan = SimpleNamespace(name="tiny seed 0", run_dir=tmp_path)  # what the job's first line names
+    tasks = [json.loads(result) for result in executor.submit(TrainJob(paper, plan=plan)).results()]
     assert [(task["RANK"], task["LOCAL_RANK"], task["WORLD_SIZE"]) for task in tasks] == [
         ("0", "0", "2"),
         ("1", "1", "2"),
@@ -273,9 +275,11 @@ def test_a_mini_job_trains_on_one_cpu_thread_as_the_pages_runs_do(tmp_path, mini
         results_root=tmp_path,
         tables_root=tmp_path,
         tier=Tier.MINI if mini else Tier.FULL,
+        device="cpu",  # a full-scale job refuses to fall back to the CPU unasked
     )
+    plan = SimpleNamespace(name="tiny seed 0", run_dir=tmp_path)  # what the job's first line names
     # submitit's debug executor runs the job in this process, as a job environment
-    seen = json.loads(submitit.DebugExecutor(tmp_path / "jobs").submit(TrainJob(paper, plan=None)).result())
+    seen = json.loads(submitit.DebugExecutor(tmp_path / "jobs").submit(TrainJob(paper, plan=plan)).result())
     if mini:
         assert seen == {"torch": 1, "pools": [1]}
     else:  # a full-scale job keeps what the machine gives it

@@ -49,7 +49,7 @@ def test_a_paper_missing_its_data_stops_the_nightly_before_any_paper_trains(tmp_
     cub = {**copy.deepcopy(RECIPE), "id": "ours-cub200"}  # damlrrm's: the real CUB and weights, not prepared here
     (tmp_path / "reproduce" / "damlrrm").mkdir()
     (tmp_path / "reproduce" / "damlrrm" / "ours.yaml").write_text(yaml.safe_dump(cub))
-    with pytest.raises(InputError, match="paper damlrrm: missing inputs:\n  dataset cub200"):
+    with pytest.raises(InputError, match=r"paper damlrrm: missing inputs \(1 of 1 run blocked\):\n  dataset cub200"):
         run_nightly(
             Nightly(["anml", "damlrrm"], "full", results_root=tmp_path / "results", runs_root=tmp_path / "runs",
                     tables_root=tmp_path / "tables", recipes_dir=tmp_path / "reproduce", data_root=tmp_path / "data"),

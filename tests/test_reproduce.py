@@ -6,16 +6,24 @@ prose was reworded."""
 import dataclasses
 
 import pytest
+import torch
 
 from dml_core.cli import main
 from dml_core.errors import InputError
 from dml_core.results import write_results
-from dml_core.runner.inline import PaperRun, reproduce, reproduce_paper
+from dml_core.runner.inline import PaperRun, Preflight, ReproduceReport, reproduce, reproduce_paper
 from dml_core.runner.plan import is_finished, paper_runs, plan_runs
 from dml_core.runner.preflight import missing_inputs
 from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 from tests.test_results import _payload as results_test_payload
+
+# A run whose inputs every machine has: the generated glyphs, random weights.
+GLYPH_RUN = {
+    "targets": [{"table": "table1", "row": "lifted-cub200"}],
+    "data": {"dataset": "embedded", "num_workers": 0, "transforms": {"resize": 40, "crop_size": 32}},
+    "model": {"backbone": "bn_inception", "weights": "random", "width": 0.125, "embedding_dim": 16},
+}
 
 
 def _plans(tmp_path, seeds=None, smoke=False, only=(), pipeline=None, readings=None):
@@ -65,11 +73,13 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
     write_recipe(tmp_path / "reproduce")
     plans = _plans(tmp_path, seeds=[0, 1])
     data = tmp_path / "data"
-    dataset_line, weights_line = missing_inputs(plans, data)  # one line each, not one per seed
-    assert dataset_line.startswith(f"dataset cub200 (CUB-200-2011) is not prepared under {data}: run ")
-    assert f"`dml prepare cub200 --root {data}` (downloaded from data.caltech.edu" in dataset_line
-    assert weights_line.startswith("weight file googlenet-1378be20.pth for backbone 'googlenet' not found")
-    assert "`dml weights --fetch googlenet`" in weights_line
+    dataset, weights = missing_inputs(plans, data)  # one entry each, not one per seed
+    assert dataset.problem.startswith(f"dataset cub200 (CUB-200-2011) is not prepared under {data}: run ")
+    assert f"`dml prepare cub200 --root {data}` (downloaded from data.caltech.edu" in dataset.problem
+    assert weights.problem.startswith("weight file googlenet-1378be20.pth for backbone 'googlenet' not found")
+    assert "`dml weights --fetch googlenet`" in weights.problem
+    assert dataset.runs == weights.runs == ["ours-cub200 seed 0", "ours-cub200 seed 1"]  # the runs each blocks
+    assert dataset.line(2).endswith("\n    blocks all 2 runs: ours-cub200 seed 0, ours-cub200 seed 1")
     (data / "cub200").mkdir(parents=True)
     (data / "cub200" / "dml_index.csv").write_text("path,label,split\n")
     (tmp_path / "weights").mkdir()
@@ -95,27 +105,44 @@ def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache_
     plans = _plans(tmp_path, seeds=[3], pipeline="cache")
     assert plans[0].overrides == ("training.seed=3", "data.pipeline=cache")
     assert plans[0].recipe.data.pipeline == "cache"
-    (line,) = missing_inputs(plans, data)
+    (missing,) = missing_inputs(plans, data)
     transforms = plans[0].recipe.data.transforms
-    assert line.startswith(f"{plans[0].recipe_path}: data.pipeline cache: {data / 'cub200' / 'cache'}")
+    assert missing.problem.startswith(f"{plans[0].recipe_path}: data.pipeline cache: {data / 'cub200' / 'cache'}")
     assert (
         f"run `dml prepare cub200 --root {data} --cache {transforms.resize_mode} --cache-size {transforms.resize}`"
-        in line
+        in missing.problem
     )
+    assert missing.runs == ["ours-cub200 seed 3"]
     smoke = _plans(tmp_path, smoke=True, pipeline="cache")
     assert smoke[0].recipe.data.pipeline == "cache"  # kept by the smoke version
     assert missing_inputs(smoke, tmp_path / "empty") == []  # the embedded set's cache is built on first use
 
 
-def test_missing_inputs_stop_the_paper_before_any_training(tmp_path, monkeypatch):
+def test_missing_inputs_stop_the_paper_before_any_training_unless_the_others_are_asked_for(tmp_path, monkeypatch):
     monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
-    write_recipe(tmp_path / "reproduce")
-    with pytest.raises(InputError, match="paper damlrrm: missing inputs:\n  dataset cub200"):
-        reproduce_paper(
-            PAPER_KEY, recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs",
-            results_root=tmp_path / "results", tables_root=tmp_path / "tables", data_root=tmp_path / "data",
-        )  # fmt: skip
+    write_recipe(tmp_path / "reproduce")  # CUB and GoogLeNet's weights: neither is here
+    write_recipe(tmp_path / "reproduce", id="lifted-cub200", **GLYPH_RUN)  # generated data, random weights
+    options = dict(
+        recipes_dir=tmp_path / "reproduce", runs_root=tmp_path / "runs", results_root=tmp_path / "results",
+        tables_root=tmp_path / "tables", data_root=tmp_path / "data", device="cpu",
+    )  # fmt: skip
+    with pytest.raises(InputError) as refused:
+        reproduce_paper(PAPER_KEY, **options)
+    message = str(refused.value)
+    assert message.startswith("paper damlrrm: missing inputs (1 of 2 runs blocked):\n  dataset cub200 (CUB-200-2011)")
+    assert "\n    blocks 1 run: ours-cub200 seed 0\n  weight file googlenet-1378be20.pth" in message
+    assert message.endswith(
+        "`dml reproduce damlrrm --skip-missing` trains the 1 run whose inputs are here (lifted-cub200 seed 0) and "
+        "names those it leaves out; `dml reproduce damlrrm --only ID ...` chooses runs by id"
+    )
     assert not (tmp_path / "runs").exists()
+    lines = []
+    plans, linear_runs, _, not_run = PaperRun(PAPER_KEY, skip_missing=True, **options).preflight(lines.append)
+    assert [plan.name for plan in plans] == ["lifted-cub200 seed 0"] and linear_runs == []
+    assert list(not_run) == ["ours-cub200 seed 0"]
+    assert not_run["ours-cub200 seed 0"].startswith("dataset cub200 (CUB-200-2011) is not prepared under ")
+    assert "; weight file googlenet-1378be20.pth for backbone 'googlenet' not found" in not_run["ours-cub200 seed 0"]
+    assert "--skip-missing: 1 of 2 runs not run, for want of:" in lines
 
 
 def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(tmp_path, monkeypatch):
@@ -123,7 +150,7 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     write_recipe(tmp_path / "reproduce", id="lifted-cub200", targets=[{"table": "table1", "row": "lifted-cub200"}])
     plans = _plans(tmp_path, seeds=[0, 1], smoke=True)  # lifted 0, lifted 1, ours 0, ours 1
     trained = []
-    monkeypatch.setattr(PaperRun, "preflight", lambda self, log=print: (plans, [], None))
+    monkeypatch.setattr(PaperRun, "preflight", lambda self, log=print, device=None: Preflight(plans, [], None, {}))
     monkeypatch.setattr(PaperRun, "train", lambda self, plan: trained.append(plan.name))
     monkeypatch.setattr(PaperRun, "build_tables", lambda self, tolerances, log: None)
     monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: plan is plans[1])
@@ -134,13 +161,33 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
     lines = []
     report = reproduce(paper, log=lines.append)
     assert report.skipped == ["lifted-cub200 seed 1"] and trained == ["lifted-cub200 seed 0", *report.trained[1:]]
-    assert lines[0].startswith("[1/4] lifted-cub200 seed 0: training (smoke) in ") and "ETA" not in lines[0]
+    assert lines[0].startswith("[1/4] lifted-cub200 seed 0: training (smoke) on CPU (") and "ETA" not in lines[0]
+    assert f", torch {torch.__version__} in {plans[0].run_dir}" in lines[0]  # the device, in the run's first line
     assert lines[1] == f"[2/4] lifted-cub200 seed 1: finished earlier ({plans[1].results_path}), skipped"
     assert "(ETA " in lines[2] and ": 2 runs left at " in lines[2]  # this run and the next, at the pace so far
     assert "(ETA " in lines[3] and ": 1 run left at " in lines[3]
     trained.clear()
     report = reproduce(dataclasses.replace(paper, rerun=True), log=lines.append)
     assert report.skipped == [] and trained == [plan.name for plan in plans]
+
+
+def test_the_closing_summary_and_exit_status_say_what_was_not_run(tmp_path, monkeypatch, capsys):
+    left_out = {"ours-cars196 seed 0": "dataset cars196 (Cars196) is not prepared under data: run `dml prepare ...`"}
+    outcomes = {
+        "left out": (ReproduceReport(trained=["ours-cub200 seed 0"], not_run=left_out), 3),
+        "left out and failed": (ReproduceReport(failed={"ours-sop seed 0": "non-finite loss"}, not_run=left_out), 1),
+        "all trained": (ReproduceReport(trained=["ours-cub200 seed 0"]), 0),
+    }
+    args = ["reproduce", PAPER_KEY, "--skip-missing", "--recipes", str(tmp_path), "--runs", str(tmp_path / "runs")]
+    for report, status in outcomes.values():
+        monkeypatch.setattr("dml_core.runner.inline.reproduce", lambda paper, report=report: report)
+        assert main(args) == status
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
+        "damlrrm: 1 trained, 0 skipped (finished), 0 failed, 1 not run (missing inputs)",
+        "  NOT RUN ours-cars196 seed 0: dataset cars196 (Cars196) is not prepared under data: run `dml prepare ...`",
+    ]
+    assert out[-1] == "damlrrm: 1 trained, 0 skipped (finished), 0 failed"
 
 
 def _smoke_paper_args(tmp_path) -> list[str]:
@@ -216,5 +263,5 @@ def test_a_results_file_of_another_recipe_stops_the_paper_before_anything_trains
     with pytest.raises(InputError, match=rf"finished runs of other recipes:\n  {plan.results_path}: .*eeeeeeeeeeee"):
         paper.preflight()
     assert not (tmp_path / "runs").exists()
-    plans, _, _ = dataclasses.replace(paper, rerun=True).preflight()  # --rerun: it is trained again
+    plans, _, _, _ = dataclasses.replace(paper, rerun=True).preflight()  # --rerun: it is trained again
     assert plans == [plan]

@@ -61,11 +61,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+DEVICE_HELP = (
+    "torch device (default: cuda if present; a full-scale run refuses to fall back to the CPU, --device cpu trains "
+    "it there, the --smoke and --mini tiers take the CPU without it)"
+)
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options of ``dml_core.runner.run_options.RunOptions`` (``dml reproduce`` and ``dml nightly``): where
     the runs read and write, and how they train."""
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: $DML_DATA_ROOT, ./data)")
-    parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
+    parser.add_argument("--device", help=DEVICE_HELP)
     parser.add_argument("--recipes", type=Path, default=RECIPES_DIR, help="recipes root (reproduce/)")
     parser.add_argument("--runs", type=Path, help="run folders (default: $DML_RUNS_DIR or ./runs)")
     parser.add_argument("--results", type=Path, help="results root (default: $DML_RESULTS_DIR or ./results)")
@@ -87,6 +93,19 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "cache where its batches are the PIL path's, i.e. random crops, with crops, flips and normalisation on the "
         "device; the PIL path elsewhere); the preflight prepares missing caches the disk can hold; recorded as an "
         "override, which leaves the content hash as it is where both give the same batches",
+    )
+
+
+def add_max_steps_option(parser: argparse.ArgumentParser) -> None:
+    """``--max-steps N``: a rehearsal (``dml reproduce`` and ``dml train``)."""
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        metavar="N",
+        help="a rehearsal: train each full-scale recipe as it is (its content hash unchanged) for its first N "
+        "iterations only, then evaluate on the Recall@K list the test split allows; runs and results go under "
+        "rehearsal/ of the runs and results folders, the results file says it is a rehearsal, and no table ever "
+        "admits it. For checking a machine end to end (with --device cpu, on tiny data) before a real run",
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dml_core.commands.options import (
+    add_max_steps_option,
     add_reading_option,
     add_run_options,
     add_tier_flags,
@@ -18,6 +19,7 @@ from dml_core.commands.options import (
     positive_int,
     run_options,
 )
+from dml_core.error_boundary import FAILED_RUN, NOT_ALL_RUN
 from dml_core.errors import InputError
 from dml_core.vocabulary import RECIPE_KEYS
 
@@ -29,8 +31,11 @@ if TYPE_CHECKING:  # imported when run: torch is heavy for `dml --help`
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "reproduce",
-        description="Check that the datasets and weight files of reproduce/KEY/*.yaml are here, train each "
-        "recipe x seed (interrupted runs resume, finished ones are skipped unless --rerun), write "
+        description="Print the plan (the runs with their expected hours and its source, each input and its state, "
+        "the disk each stage needs against the free space), check that the datasets and weight files of "
+        "reproduce/KEY/*.yaml are here (each missing one named with the runs it blocks and the command that "
+        "provides it; --skip-missing trains the others), train each recipe x seed (interrupted runs resume, "
+        "finished ones are skipped unless --rerun), write "
         "results/KEY/<id>-seed<N>.json and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml "
         "Table 2) run after the recipes, into the same results folder (--only takes their ids too; --seeds applies "
         "to recipes only). --smoke: the same recipes shrunk to the embedded dataset on the CPU, the linear plans to "
@@ -59,6 +64,20 @@ def add_parser(subparsers) -> None:
         "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
     )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
+    parser.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="train the runs whose datasets and weight files are here and leave out the others (the closing "
+        "summary names them, and the exit status is 3 when any was left out and none failed); without it a "
+        "missing input stops the paper before anything trains",
+    )
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the plan (runs, inputs and their state, disk, expected hours) and exit 0: nothing is checked, "
+        "built or trained",
+    )
+    add_max_steps_option(parser)
     parser.add_argument(
         "--rerun",
         action="store_true",
@@ -164,8 +183,13 @@ def run(args: argparse.Namespace) -> int:
         only=args.only,
         readings=parse_reading_choices(args.readings),
         rerun=args.rerun,
+        skip_missing=args.skip_missing,
+        max_steps=args.max_steps,
         **run_options(args),
     )
+    if args.plan:
+        print("\n".join(paper.plan_without_training()))
+        return 0
     if args.launcher == "inline":
         report = reproduce(paper)
     else:
@@ -182,14 +206,19 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {name}: job {job.job_id}")
             for name, job_id in report.running.items():
                 print(f"  {name}: job {job_id} (submitted earlier)")
-            return 0
+            for name, reason in report.not_run.items():
+                print(f"  NOT RUN {name}: {reason}")
+            return NOT_ALL_RUN if report.not_run else 0
+    not_run = f", {len(report.not_run)} not run (missing inputs)" if report.not_run else ""
     print(
         f"{args.paper}: {len(report.trained)} trained, {len(report.skipped)} skipped (finished), "
-        f"{len(report.failed)} failed"
+        f"{len(report.failed)} failed{not_run}"
     )
     for name, reason in report.failed.items():
         print(f"  FAILED {name}: {reason}")
-    return 1 if report.failed else 0
+    for name, reason in report.not_run.items():
+        print(f"  NOT RUN {name}: {reason}")
+    return FAILED_RUN if report.failed else NOT_ALL_RUN if report.not_run else 0
 
 
 def _launch(args: argparse.Namespace, paper: PaperRun) -> LaunchReport:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
-from dml_core.output_paths import runs_root
+from dml_core.commands.options import DEVICE_HELP, add_max_steps_option, add_reading_option, add_tier_flags, chosen_tier
+from dml_core.errors import InputError
+from dml_core.output_paths import rehearsal_root, runs_root
 from dml_core.tier import Tier
 
 
@@ -35,7 +36,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        help="run folder (default: $DML_RUNS_DIR or runs/, then <recipe id>-seed<seed>[-smoke|-mini])",
+        help="run folder (default: $DML_RUNS_DIR or runs/, then [rehearsal/]<recipe id>-seed<seed>[-smoke|-mini])",
     )
     parser.add_argument("--results", type=Path, help="results file (default: <out>/results.json)")
     parser.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
@@ -52,7 +53,8 @@ def add_parser(subparsers) -> None:
         "evaluated before and after training",
     )
     parser.add_argument("--data-root", type=Path, help="prepared datasets (default: recipe, $DML_DATA_ROOT, ./data)")
-    parser.add_argument("--device", help="torch device (default: cuda if present, else cpu)")
+    parser.add_argument("--device", help=DEVICE_HELP)
+    add_max_steps_option(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(run=run)
 
@@ -63,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
     from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run
     from dml_core.recipes.components import check_components
     from dml_core.recipes.compose import split_tier_overrides, with_overrides
+    from dml_core.runner.eta import counted
     from dml_core.runner.plan import TIER_VERSIONS
     from dml_core.training import train
+    from dml_core.training.device_choice import check_run_device, describe_device
+    from dml_core.training.distributed import Process
     from dml_core.training.trainer import RESULTS_NAME
     from dml_core.writable import require_writable_file, require_writable_folder
 
@@ -75,21 +80,32 @@ def run(args: argparse.Namespace) -> int:
     shrink_settings, overrides = split_tier_overrides(args.overrides)
     recipe = with_overrides(recipe, shrink_settings)
     tier = chosen_tier(args)
+    if args.max_steps is not None and tier != Tier.FULL:
+        raise InputError(
+            f"--max-steps {args.max_steps}: a rehearsal of a full-scale run; a {tier} run is short already"
+        )
     recipe = TIER_VERSIONS[tier](recipe)
     recipe = with_overrides(recipe, overrides)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
+    check_run_device(args.device, tier)  # before any work: a full-scale run does not fall back to the CPU
     name = f"{recipe.run_name}-seed{recipe.training.seed}{'' if tier == Tier.FULL else f'-{tier}'}"
-    out = args.out or runs_root() / name
+    out = args.out or (rehearsal_root(runs_root()) if args.max_steps else runs_root()) / name
     # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
     require_writable_folder(out, "--out")
     results_path = args.results or out / RESULTS_NAME
     require_writable_file(results_path, "--results")
-    if not args.rerun and check_finished_run(results_path, recipe):  # another recipe's results: refused there
+    rehearsal = args.max_steps is not None  # always trains: a rehearsal's results say nothing worth keeping
+    if not (args.rerun or rehearsal) and check_finished_run(results_path, recipe):  # another recipe's: refused
         print(
             f"{results_path}: finished earlier with this recipe (hash {recipe.content_hash()[:12]}), skipped; "
             "--rerun trains it again"
         )
         return 0
+    process = Process.from_environment()
+    device = process.device(args.device)
+    if process.is_main:
+        cut = f" (rehearsal: its first {counted(args.max_steps, 'step')})" if rehearsal else ""
+        print(f"{name}: training{cut} on {describe_device(device)} in {out}", flush=True)
     path = train(
         recipe,
         out,
@@ -102,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.no_progress,
         results_path=args.results,
+        max_steps=args.max_steps,
     )
     print(path)
     return 0

@@ -38,10 +38,10 @@ class WithLoaderWorkers(PaperRun):
 
     loader_workers: int = 2
 
-    def preflight(self, log=print):
-        plans, linear_runs, tolerances = super().preflight(log)
-        plans = [replace(plan, recipe=with_loader_workers(plan.recipe, self.loader_workers)) for plan in plans]
-        return plans, linear_runs, tolerances
+    def preflight(self, log=print, **options):
+        checked = super().preflight(log, **options)
+        plans = [replace(plan, recipe=with_loader_workers(plan.recipe, self.loader_workers)) for plan in checked.plans]
+        return checked._replace(plans=plans)
 
 
 def result_devices(results_root: Path, key: str) -> Counter:

@@ -2,10 +2,11 @@
 
 For one paper: expand the runs of ``reproduce/<key>/*.yaml`` (``dml_core.recipes``) under the chosen readings,
 check every run's component parameters and that their datasets and weight files are on this machine (saying how
-to prepare what is missing), train every run x seed (resumable: a run whose results file matches the recipe's
-content hash is skipped, an interrupted one continues from its checkpoint; ``rerun=True`` trains finished runs
-again and replaces each results file once the new one is complete), then build the tables. Each run's log line
-gives an ETA for the runs left, from the pace of those this invocation trained.
+to prepare what is missing and which runs it blocks; ``skip_missing``: train the others), print the plan (runs,
+inputs, disk, expected hours: ``plan_report``), train every run x seed (resumable: a run whose results file matches
+the recipe's content hash is skipped, an interrupted one continues from its checkpoint; ``rerun=True`` trains
+finished runs again and replaces each results file once the new one is complete), then build the tables. Each
+run's log line names its device and gives an ETA for the runs left, from the pace of those this invocation trained.
 ``tier=Tier.SMOKE`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
 ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
 (the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
@@ -16,6 +17,9 @@ tables (``dml_core.tables.fair``) instead of a paper's.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
 same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
+
+``max_steps``: a rehearsal, each full-scale recipe as it is but cut to its first steps, into ``runs/rehearsal/`` and
+``results/rehearsal/`` (never into tables; no linear plans).
 """
 
 from __future__ import annotations
@@ -25,21 +29,23 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
+from dml_core.output_paths import rehearsal_root
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
+from dml_core.runner import preflight as checks
 from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
-from dml_core.runner.linear import LinearRun, missing_linear_inputs, plan_linear_runs, reproduce_linear
+from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
-from dml_core.runner.preflight import missing_inputs, recipe_problems, results_of_other_recipes, unwritable_outputs
+from dml_core.runner.plan_report import PlanSetting, plan_lines
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
@@ -48,6 +54,7 @@ from dml_core.tables.mini import MiniPage, build_mini_page
 from dml_core.tables.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
+from dml_core.training.device_choice import check_run_device, describe_device
 from dml_core.training.distributed import Process
 
 
@@ -59,6 +66,17 @@ class ReproduceReport:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     tables: PaperTables | MiniPage | list[Path] | None = None  # a study's: the files its tables builder wrote
+    not_run: dict[str, str] = field(default_factory=dict)  # run -> its missing inputs (``skip_missing``)
+
+
+class Preflight(NamedTuple):
+    """What the preflight lets train: the runs whose inputs are here (all of them, or it refuses, unless
+    ``skip_missing``), the tolerances, and the runs left out with their missing inputs."""
+
+    plans: list[PlannedRun]
+    linear_runs: list[LinearRun]
+    tolerances: Tolerances
+    not_run: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -75,9 +93,28 @@ class PaperRun(RunOptions):
     readings: Mapping[str, str] = field(default_factory=dict)  # reading -> value (``--reading``); others: defaults
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
+    skip_missing: bool = False  # train the runs whose inputs are here; the others are reported as not run
+    max_steps: int | None = None  # a rehearsal: each run cut to its first max_steps iterations
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
+        if self.max_steps is not None and self.tier != Tier.FULL:
+            raise InputError(
+                f"--max-steps {self.max_steps}: a rehearsal of the full-scale recipes; the {self.tier} tier's runs "
+                "are short already"
+            )
+
+    @property
+    def trains_again(self) -> bool:
+        """Whether finished runs train again: ``rerun``, and every rehearsal (its results say nothing to keep)."""
+        return self.rerun or self.max_steps is not None
+
+    @property
+    def output_roots(self) -> tuple[Path, Path]:
+        """Where the runs and results go: a rehearsal's apart from the reproductions'."""
+        if self.max_steps is None:
+            return self.runs_root, self.results_root
+        return rehearsal_root(self.runs_root), rehearsal_root(self.results_root)
 
     def planned(self) -> tuple[list[PlannedRun], list[LinearRun]]:
         """Every recipe x seed of this tier and every linear plan, as they would train now (nothing checked or
@@ -93,43 +130,107 @@ class PaperRun(RunOptions):
             chosen = mini_runs(paper, comparison, mini_file(self.recipes_dir, self.key))
             deep = [run for run in chosen if not self.only or run.id in self.only]
             linear_paths, seeds = [], self.seeds if self.seeds is not None else MINI_SEEDS
-        plans = plan_runs(
-            self.key, deep, seeds, self.tier, self.runs_root, self.results_root, self.pipeline, self.readings
-        )  # fmt: skip
-        linear_runs = plan_linear_runs(self.key, linear_paths, self.tier, self.results_root, self.runs_root)
+        if self.max_steps is not None:  # a rehearsal of the deep runs' first steps: the linear plans have none
+            linear_paths = []
+        runs_root, results_root = self.output_roots
+        plans = plan_runs(self.key, deep, seeds, self.tier, runs_root, results_root, self.pipeline, self.readings)
+        linear_runs = plan_linear_runs(self.key, linear_paths, self.tier, results_root, runs_root)
         linear_runs = selected_linear_runs(linear_runs, self.only)
         return plans, linear_runs
 
-    def preflight(self, log: Callable[[str], None] = print) -> tuple[list[PlannedRun], list[LinearRun], Tolerances]:
-        """Plan every recipe x seed and every linear plan, and check what they need before anything trains
-        or is submitted; then prepare the image caches the runs left to train will train from
-        (``cache_preparation``: one process only; ``log`` says what it writes). ``seeds`` applies to deep
-        recipes; a linear plan pins its own base seed (its splits are its repetitions).
+    def training_device(self) -> torch.device:
+        """The device this process trains on: ``device``, else the GPU; a full-scale run refuses to fall back to the
+        CPU (``device_choice.check_run_device``)."""
+        check_run_device(self.device, self.tier)
+        return Process.from_environment().device(self.device)
 
-        Raises ``InputError`` listing every missing dataset and weight file, or naming a bad tolerances file
-        (read now: a bad file should not cost a night of training before the tables fail).
-        """
+    def plan_setting(self, device: torch.device | None) -> PlanSetting:
+        """The plan's view of where the runs train: on ``device`` here, or (None) where each job runs."""
+        if device is None:
+            kind = torch.device(self.device).type if self.device else "cuda"  # jobs go to GPUs unless told
+            text, gpu = f"{self.device or 'the default device'}, chosen where each run trains", None
+        else:
+            kind, text = device.type, describe_device(device)
+            gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+            world = Process.from_environment().world_size
+            text += f", {world} processes" if world > 1 else ""
+        runs_root, results_root = self.output_roots
+        return PlanSetting(
+            key=self.key, tier=self.tier, data_root=self.data_root, runs_root=runs_root, results_root=results_root,
+            device_text=text, device_type=kind, gpu_name=gpu, max_steps=self.max_steps, papers_dir=self.papers_dir,
+        )  # fmt: skip
+
+    def outline(self, device: torch.device | None) -> tuple[list[PlannedRun], list[LinearRun], list[str]]:
+        """Every planned run and linear run, and the plan that says what they need (``plan_report``); a recipe
+        problem is raised first."""
         plans, linear_runs = self.planned()
-        bad = recipe_problems(plans)
+        bad = checks.recipe_problems(plans)
         if bad:
             raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
-        problems = missing_inputs(plans, self.data_root) + missing_linear_inputs(linear_runs, self.data_root)
-        if problems:
-            raise InputError(f"paper {self.key}: missing inputs:\n  " + "\n  ".join(problems))
-        unwritable = unwritable_outputs(plans, linear_runs, self.tables_root)
+        to_train = [self.trains_again or not is_finished(plan) for plan in plans]
+        return plans, linear_runs, plan_lines(self.plan_setting(device), plans, to_train, linear_runs)
+
+    def plan_without_training(self) -> list[str]:
+        """The plan on the device a run would take (``--plan``): nothing refused, checked or written."""
+        device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        lines = self.outline(device)[2]
+        try:
+            check_run_device(self.device, self.tier)
+        except InputError as refused:
+            lines.insert(2, f"  (a run would stop here: {refused})")
+        return lines
+
+    def preflight(self, log: Callable[[str], None] = print, *, device: torch.device | None = None) -> Preflight:
+        """Plan every recipe x seed and every linear plan, say the plan (``log``; ``device``: where they train
+        here, None: jobs), and check what they need before anything trains or is submitted; then prepare the
+        image caches the runs left to train will train from (``cache_preparation``: one process only; ``log``
+        says what it writes). ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
+        are its repetitions).
+
+        Raises ``InputError`` listing every missing dataset and weight file with the runs it blocks (unless
+        ``skip_missing``: those runs are left out, said, and returned in ``not_run``), or naming a bad tolerances
+        file (read now: a bad file should not cost a night of training before the tables fail).
+        """
+        plans, linear_runs, plan = self.outline(device)
+        for line in plan:
+            log(line)
+        plans, linear_runs, not_run = self._runnable(plans, linear_runs, log)
+        unwritable = checks.unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
             raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
-        replaced = [] if self.rerun else results_of_other_recipes(plans)
+        replaced = [] if self.trains_again else checks.results_of_other_recipes(plans)
         if replaced:
             raise InputError(f"paper {self.key}: finished runs of other recipes:\n  " + "\n  ".join(replaced))
         tolerances = load_tolerances(self.tolerances_path)
         if not Process.from_environment().active:  # last: nothing is written unless every check passed
-            to_train = [plan for plan in plans if self.rerun or not is_finished(plan)]  # no cache for finished runs
+            to_train = [plan for plan in plans if self.trains_again or not is_finished(plan)]  # no cache: finished
             prepare_caches(caches_to_prepare(to_train, self.data_root, self.device), log)
-        return plans, linear_runs, tolerances
+        return Preflight(plans, linear_runs, tolerances, not_run)
+
+    def _runnable(
+        self, plans: list[PlannedRun], linear_runs: list[LinearRun], log: Callable[[str], None]
+    ) -> tuple[list[PlannedRun], list[LinearRun], dict[str, str]]:
+        """The runs whose inputs are all here, and each other run with its missing inputs; refused (every missing
+        input with the runs it blocks) unless ``skip_missing``."""
+        missing = checks.missing_inputs(plans, self.data_root)
+        missing += checks.missing_linear_inputs(linear_runs, self.data_root)
+        if not missing:
+            return plans, linear_runs, {}
+        names = [plan.name for plan in plans] + [run.name for run in linear_runs]
+        if not self.skip_missing:
+            raise InputError(checks.refusal(self.key, missing, names))
+        blocked = [name for name in names if any(name in entry.runs for entry in missing)]
+        log(f"--skip-missing: {len(blocked)} of {counted(len(names), 'run')} not run, for want of:")
+        for entry in missing:
+            log(f"  {entry.line(len(names))}")
+        not_run = {name: "; ".join(entry.problem for entry in missing if name in entry.runs) for name in blocked}
+        kept = [plan for plan in plans if plan.name not in not_run]
+        return kept, [run for run in linear_runs if run.name not in not_run], not_run
 
     def train(self, plan: PlannedRun) -> Path:
-        """Train one planned run where the plan says (resuming its checkpoint if any); return its results file."""
+        """Train one planned run where the plan says (resuming its checkpoint if any); return its results file. A
+        full-scale run does not fall back to the CPU (``training_device``; a job checks it where it runs)."""
+        check_run_device(self.device, self.tier)
         return train(
             plan.recipe,
             plan.run_dir,
@@ -142,6 +243,7 @@ class PaperRun(RunOptions):
             progress=self.progress,
             results_path=plan.results_path,
             rerun=self.rerun,
+            max_steps=self.max_steps,
         )
 
     def build_tables(
@@ -153,6 +255,9 @@ class PaperRun(RunOptions):
             for path in written:
                 log(f"tables: {path}")
             return written
+        if self.max_steps is not None:
+            log(f"rehearsal: no tables (its results, under {self.output_roots[1]}, stand for no published row)")
+            return []
         if self.tier == Tier.MINI:
             page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
             log(f"tables: {page.markdown_path}")
@@ -181,7 +286,8 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     then build the tables.
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
-    dataset or weight file stops everything before any training, listing all that is missing.
+    dataset or weight file stops everything before any training, listing all that is missing, unless
+    ``paper.skip_missing``: the runs it blocks are then in ``not_run``. Each run's line names its device.
     The mini tier's runs train side by side in worker processes of one CPU thread each (``side_by_side``;
     ``paper.workers`` of them, by default one per core on the CPU), so their numbers do not depend on the core count.
     ``dml_core.runner.jobs.launch_paper`` is the same with each run submitted as a job. Under torchrun every
@@ -191,14 +297,16 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     process = Process.from_environment()
     if not process.is_main:
         log = _quiet
-    plans, linear_runs, tolerances = paper.preflight(log)
-    report = ReproduceReport()
-    to_train = [paper.rerun or not is_finished(plan) for plan in plans]
+    device = paper.training_device()
+    plans, linear_runs, tolerances, not_run = paper.preflight(log, device=device)
+    report = ReproduceReport(not_run=dict(not_run))
+    to_train = [paper.trains_again or not is_finished(plan) for plan in plans]
     numbered = list(enumerate(plans, start=1))  # (position in the plan, run)
+    on = describe_device(device)
     if paper.tier == Tier.MINI and not process.active:
-        _train_side_by_side(paper, numbered, to_train, report, log)
+        _train_side_by_side(paper, numbered, to_train, report, log, on)
     else:
-        _train_one_after_another(paper, numbered, to_train, report, log)
+        _train_one_after_another(paper, numbered, to_train, report, log, on)
     if process.is_main:
         trained, skipped = reproduce_linear(
             linear_runs, data_root=paper.data_root, jobs=paper.linear_jobs, log=log, rerun=paper.rerun
@@ -209,10 +317,12 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     return report
 
 
-def _training_line(paper: PaperRun, plan: PlannedRun) -> str:
+def _training_line(paper: PaperRun, plan: PlannedRun, device: str) -> str:
     again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
     tier = "" if plan.tier == Tier.FULL else f" ({plan.tier})"
-    return f"training{again}{tier} in {plan.run_dir}"
+    if paper.max_steps is not None:
+        tier = f" (rehearsal: its first {counted(paper.max_steps, 'step')})"
+    return f"training{again}{tier} on {device} in {plan.run_dir}"
 
 
 def _skipped(plan: PlannedRun, prefix: str, report: ReproduceReport, log: Callable) -> None:
@@ -226,6 +336,7 @@ def _train_one_after_another(
     to_train: list[bool],
     report: ReproduceReport,
     log: Callable,
+    device: str,
 ) -> None:
     clock = RunClock()
     for (number, plan), train_it in zip(numbered, to_train, strict=True):
@@ -233,7 +344,7 @@ def _train_one_after_another(
         if not train_it:
             _skipped(plan, prefix, report, log)
             continue
-        log(f"{prefix}: {_training_line(paper, plan)}{clock.eta(sum(to_train[number - 1 :]))}")
+        log(f"{prefix}: {_training_line(paper, plan, device)}{clock.eta(sum(to_train[number - 1 :]))}")
         clock.start()
         try:
             paper.train(plan)
@@ -252,6 +363,7 @@ def _train_side_by_side(
     to_train: list[bool],
     report: ReproduceReport,
     log: Callable,
+    device: str,
 ) -> None:
     """Every run in worker processes of one CPU thread each. The log names the runs, then each as it ends (an
     exception other than a non-finite loss stops the others and is raised here)."""
@@ -266,7 +378,7 @@ def _train_side_by_side(
     runs = counted(len(numbered), "run") + (" side by side" if len(numbered) > 1 else "")
     log(f"{paper.key}: {runs} in {counted(workers, 'worker process')}, one CPU thread each")
     for number, plan in numbered:
-        log(f"[{number}/{total}] {plan.name}: {_training_line(paper, plan)}")
+        log(f"[{number}/{total}] {plan.name}: {_training_line(paper, plan, device)}")
     quiet = replace(paper, progress=False)  # bars of several workers would interleave
     started, ended = time.perf_counter(), 0
     number_of = {plan.name: number for number, plan in numbered}

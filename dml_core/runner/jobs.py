@@ -44,6 +44,7 @@ from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.runner.inline import PaperRun, ReproduceReport
 from dml_core.runner.plan import PlannedRun, is_finished
 from dml_core.tier import Tier
+from dml_core.training.device_choice import describe_device
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")
@@ -215,6 +216,8 @@ class TrainJob(submitit.helpers.Checkpointable):
             # torchrun's convention, which the trainer expects: all of the node's GPUs visible, LOCAL_RANK picks.
             submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
         with one_cpu_thread() if self.paper.tier == Tier.MINI else contextlib.nullcontext():
+            device = self.paper.training_device()  # a full-scale job refuses to fall back to the CPU
+            print(f"{self.plan.name}: training on {describe_device(device)} in {self.plan.run_dir}", flush=True)
             return str(self.paper.train(self.plan))
 
 
@@ -260,15 +263,17 @@ def launch_paper(
     build the tables. Otherwise return once submitted, with the jobs in ``report.jobs`` (the tables are built
     only when there was nothing to submit).
     """
-    plans, linear_runs, tolerances = paper.preflight()
+    plans, linear_runs, tolerances, not_run = paper.preflight(log)  # the plan's device: where each job runs
     if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
         log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
-    report = LaunchReport(job_folder=job_folder or jobs_folder(paper.runs_root, paper.key, paper.tier))
+    report = LaunchReport(
+        job_folder=job_folder or jobs_folder(paper.output_roots[0], paper.key, paper.tier), not_run=dict(not_run)
+    )
     todo, earlier = [], read_submissions(report.job_folder)
     for plan in plans:
         entry = earlier.get(plan.name)
-        if is_finished(plan):
+        if not paper.trains_again and is_finished(plan):
             log(f"{plan.name}: finished earlier ({plan.results_path}), skipped")
             report.skipped.append(plan.name)
         elif entry and job_is_active(entry["launcher"], report.job_folder, entry["job_id"]):

@@ -97,18 +97,15 @@ def plan_linear_runs(
     return runs
 
 
-def missing_linear_inputs(runs: Sequence[LinearRun], data_root: Path | None) -> list[str]:
-    """Data sets the runs need that are not prepared here (Iris and Wine ship with scikit-learn)."""
+def missing_uci_data(run: LinearRun, data_root: Path | None) -> str | None:
+    """The data set ``run`` needs when it is not prepared here, with how to prepare it (Iris and Wine ship with
+    scikit-learn)."""
     root = output_data_root(data_root)
-    problems = []
-    for run in runs:
-        dataset = get_uci_dataset(run.plan.dataset)
-        if dataset.source != "sklearn" and not cache_path(dataset.name, root).is_file():
-            problems.append(
-                f"UCI data set {dataset.name} is not prepared under {root}: run "
-                f"`dml prepare uci:{dataset.name} --root {root}`"
-            )
-    return list(dict.fromkeys(problems))
+    dataset = get_uci_dataset(run.plan.dataset)
+    if dataset.source == "sklearn" or cache_path(dataset.name, root).is_file():
+        return None
+    prepare = f"`dml prepare uci:{dataset.name} --root {root}`"
+    return f"UCI data set {dataset.name} is not prepared under {root}: run {prepare}"
 
 
 def is_linear_finished(run: LinearRun) -> bool:

@@ -1,21 +1,25 @@
 """What a paper's runs need before anything trains: their component parameters, their datasets and weight files
-on this machine (saying how to prepare what is missing), places they can write. The image caches they train from
-are prepared after these checks pass (``cache_preparation``)."""
+on this machine (each missing one with the command that provides it and the runs it blocks: the others can train
+without them, ``--skip-missing``), places they can write. The image caches they train from are prepared after these
+checks pass (``cache_preparation``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
+from dml_core.data.pipeline_choice import wants_cache
 from dml_core.errors import InputError
 from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.recipes.components import located_problems
-from dml_core.runner.linear import LinearRun
+from dml_core.runner.eta import counted
+from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.plan import PlannedRun
 from dml_core.training.distributed import Process
 from dml_core.writable import require_writable_file, require_writable_folder
@@ -30,36 +34,127 @@ def recipe_problems(plans: Sequence[PlannedRun]) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[str]:
-    """What the runs need and this machine lacks (prepared datasets, weight files; under torchrun, the image caches
-    of runs that say ``data.pipeline: cache``), each with how to get it."""
-    problems: list[str] = []
-    for plan in plans:
-        recipe = plan.recipe
-        root = resolve_data_root(data_root, recipe.data.root)
-        spec = plan.dataset
-        if not spec.generated and not index_path(root / spec.name).is_file():
-            problems.append(
-                f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
-                f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
-            )
-        elif recipe.data.pipeline == "cache" and not spec.generated and Process.from_environment().active:
+@dataclass
+class MissingInput:
+    """One input this machine lacks (a dataset, a weight file, a cache), the one command that provides it, and the
+    runs it blocks (by name: ``PlannedRun.name``, ``LinearRun.name``)."""
+
+    problem: str  # what is missing and how to get it, one line
+    runs: list[str] = field(default_factory=list)
+
+    def line(self, of_runs: int) -> str:
+        """The problem, then the runs it blocks (of the ``of_runs`` planned)."""
+        blocked = f"all {of_runs} runs" if len(self.runs) == of_runs > 1 else counted(len(self.runs), "run")
+        return f"{self.problem}\n    blocks {blocked}: {', '.join(self.runs)}"
+
+
+def _blocking(found: dict[str, MissingInput], problem: str, run: str) -> None:
+    """Record that ``problem`` blocks ``run`` (one entry per problem, its runs in first-seen order)."""
+    entry = found.setdefault(problem, MissingInput(problem))
+    if run not in entry.runs:
+        entry.runs.append(run)
+
+
+PRESENT, MISSING, TO_BUILD = "present", "missing", "to be built"
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One input of a run and its state on this machine: present, missing (``problem``: what is missing and the one
+    command that provides it), or to be built before the run trains (a uint8 cache the preflight prepares)."""
+
+    what: str
+    state: str
+    problem: str = ""
+
+
+def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu") -> list[RunInput]:
+    """What ``plan`` reads: its dataset, its weight file, and the image cache it trains from on a device of
+    ``device_type`` (under torchrun a missing one is missing: several processes do not build it)."""
+    recipe = plan.recipe
+    root = resolve_data_root(data_root, recipe.data.root)
+    spec = plan.dataset
+    inputs = []
+    dataset = f"dataset {spec.name} under {root}"
+    prepared = index_path(root / spec.name).is_file()
+    if spec.generated:
+        inputs.append(RunInput(dataset, PRESENT if prepared else TO_BUILD))
+    elif not prepared:
+        problem = (
+            f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
+            f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
+        )
+        inputs.append(RunInput(dataset, MISSING, problem))
+    else:
+        inputs.append(RunInput(dataset, PRESENT))
+    if not spec.generated and wants_cache(recipe.data, device_type):
+        config = recipe.data.transforms
+        cache = f"uint8 cache {spec.name}/train ({config.resize_mode} {config.resize}) under {root}"
+        problem = cache_problem(spec, root, "train", config.resize_mode, config.resize)
+        if problem is None:
+            inputs.append(RunInput(cache, PRESENT))
+        elif recipe.data.pipeline == "cache" and Process.from_environment().active:
             # one process prepares it in the preflight (``cache_preparation``), ranks of several do not
-            config = recipe.data.transforms
-            problem = cache_problem(spec, root, "train", config.resize_mode, config.resize)
-            if problem:
-                problems.append(f"{plan.recipe_path}: data.pipeline cache: {problem}")
-        weights = recipe.model.weights
-        if weights == "pretrained":
-            expected = WEIGHT_FILES[recipe.model.backbone]
-            if not (weights_cache_dir() / expected.file_name).is_file():
-                problems.append(
-                    missing_weights_message(expected, [weights_cache_dir()])
-                    + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
-                )
-        elif weights not in ("random", GLYPH_PRETRAINED) and not Path(weights).expanduser().is_file():
-            problems.append(f"{plan.recipe_path}: field model.weights: file {weights} not found")
-    return list(dict.fromkeys(problems))  # one line per missing thing, in first-seen order
+            inputs.append(RunInput(cache, MISSING, f"{plan.recipe_path}: data.pipeline cache: {problem}"))
+        else:
+            inputs.append(RunInput(cache, TO_BUILD))
+    weights = recipe.model.weights
+    if weights == "pretrained":
+        expected = WEIGHT_FILES[recipe.model.backbone]
+        what = f"weight file {expected.file_name} ({recipe.model.backbone})"
+        if (weights_cache_dir() / expected.file_name).is_file():
+            inputs.append(RunInput(what, PRESENT))
+        else:
+            problem = (
+                missing_weights_message(expected, [weights_cache_dir()])
+                + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
+            )
+            inputs.append(RunInput(what, MISSING, problem))
+    elif weights not in ("random", GLYPH_PRETRAINED):
+        present = Path(weights).expanduser().is_file()
+        problem = "" if present else f"{plan.recipe_path}: field model.weights: file {weights} not found"
+        inputs.append(RunInput(f"weight file {weights}", PRESENT if present else MISSING, problem))
+    return inputs
+
+
+def missing_inputs(plans: Sequence[PlannedRun], data_root: Path | None) -> list[MissingInput]:
+    """What the runs need and this machine lacks (prepared datasets, weight files; under torchrun, the image caches
+    of runs that say ``data.pipeline: cache``), each with how to get it and the runs it blocks."""
+    found: dict[str, MissingInput] = {}
+    for plan in plans:
+        for needed in run_inputs(plan, data_root):  # a cache the recipe asks for whatever the device
+            if needed.state == MISSING:
+                _blocking(found, needed.problem, plan.name)
+    return list(found.values())  # one entry per missing thing, in first-seen order
+
+
+def missing_linear_inputs(runs: Sequence[LinearRun], data_root: Path | None) -> list[MissingInput]:
+    """The UCI data sets the linear runs need that are not prepared here, each with the runs it blocks."""
+    found: dict[str, MissingInput] = {}
+    for run in runs:
+        problem = missing_uci_data(run, data_root)
+        if problem:
+            _blocking(found, problem, run.name)
+    return list(found.values())
+
+
+def refusal(key: str, missing: Sequence[MissingInput], runs: Sequence[str]) -> str:
+    """The preflight's refusal: every missing input with the runs it blocks, then how to train the others (the
+    option that trains the runs whose inputs are here, and ``--only``)."""
+    blocked = {name for entry in missing for name in entry.runs}
+    runnable = [name for name in runs if name not in blocked]
+    lines = [f"paper {key}: missing inputs ({len(blocked)} of {counted(len(runs), 'run')} blocked):"]
+    lines += [f"  {entry.line(len(runs))}" for entry in missing]
+    here = (
+        f"the {counted(len(runnable), 'run')} whose inputs are here ({', '.join(runnable)})"
+        if runnable
+        else ("the runs whose inputs are here (none yet)")
+    )
+    lines.append(
+        f"`dml reproduce {key} --skip-missing` trains {here} and names those it leaves out; "
+        f"`dml reproduce {key} --only ID ...` chooses runs by id"
+    )
+    return "\n".join(lines)
 
 
 def results_of_other_recipes(plans: Sequence[PlannedRun]) -> list[str]:

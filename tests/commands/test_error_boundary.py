@@ -94,7 +94,7 @@ def _one_line(outcome: Outcome, code: int, start: str) -> str:
 
 
 def _train(tmp_path, data_root, recipe, *extra):
-    return ["train", recipe, "--data-root", data_root, "--no-progress", *extra]
+    return ["train", recipe, "--data-root", data_root, "--device", "cpu", "--no-progress", *extra]  # full scale
 
 
 # --- a failed run: exit 1 ------------------------------------------------------------------------------------

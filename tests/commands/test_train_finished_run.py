@@ -19,7 +19,7 @@ RECIPE = {
     "mini": {"iterations": 2, "image_size": 32, "resize": 40},
 }
 
-TIER_FLAGS = {"full": [], "smoke": ["--smoke"], "mini": ["--mini"]}
+TIER_FLAGS = {"full": ["--device", "cpu"], "smoke": ["--smoke"], "mini": ["--mini"]}  # full scale: the CPU asked for
 
 
 @pytest.fixture(scope="module")

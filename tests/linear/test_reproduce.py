@@ -11,7 +11,8 @@ import yaml
 from dml_core.cli import main
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
-from dml_core.runner.linear import execute_linear_run, is_linear_finished, missing_linear_inputs, plan_linear_runs
+from dml_core.runner.linear import execute_linear_run, is_linear_finished, plan_linear_runs
+from dml_core.runner.preflight import missing_linear_inputs
 from dml_core.tables.long_form import read_long_form
 from dml_core.tier import Tier
 
@@ -130,10 +131,12 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump({**plan, "id": "table2-glass", "dataset": "Glass"}))
     runs = plan_linear_runs("anml", [path], Tier.FULL, tmp_path / "results")
-    assert missing_linear_inputs(runs, tmp_path / "data") == [
+    (missing,) = missing_linear_inputs(runs, tmp_path / "data")  # one entry, blocking every method's run
+    assert missing.problem == (
         f"UCI data set Glass is not prepared under {tmp_path / 'data'}: run "
         f"`dml prepare uci:Glass --root {tmp_path / 'data'}`"
-    ]
+    )
+    assert missing.runs == [run.name for run in runs] and len(runs) > 1
     iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], Tier.FULL, tmp_path)
     assert missing_linear_inputs(iris, tmp_path / "data") == []  # Iris ships with scikit-learn
 
@@ -146,7 +149,7 @@ def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
         "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
         tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["lanml-plus-uci-wine"],
     )  # fmt: skip
-    plans, linear_runs, _ = paper.preflight()
+    plans, linear_runs, _, _ = paper.preflight()
     assert plans == [] and [run.name for run in linear_runs] == ["lanml-plus-uci-wine seed 0"]
     whole_plan = PaperRun(**{**paper.__dict__, "only": ["table2-wine"]})
     assert len(whole_plan.preflight()[1]) == 4

@@ -40,7 +40,7 @@ def _paper(tmp_path, **options) -> PaperRun:
 
 
 def test_mini_plans_the_headline_comparison_over_three_seeds_in_its_own_folders(tmp_path):
-    plans, linear, _ = _paper(tmp_path).preflight()
+    plans, linear, _, _ = _paper(tmp_path).preflight()
     assert [(p.recipe.id, p.recipe.training.seed) for p in plans] == [
         (run_id, seed) for run_id in ("ours-cub200", "lifted-cub200") for seed in MINI_SEEDS
     ]

@@ -89,7 +89,7 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     train(load_recipe(recipe_path), tmp_path / "single", data_root=data_root, progress=False)
 
     out = tmp_path / "two"
-    train_args = [str(recipe_path), "--out", str(out), "--no-progress"]
+    train_args = [str(recipe_path), "--out", str(out), "--no-progress", "--device", "cpu"]  # full scale, on the CPU
     args = ["-m", "dml_core.cli", "train", *train_args]
     env = {"DML_DATA_ROOT": str(data_root)}
     # as a scheduler stops a job: SIGTERM to torchrun, which passes it on, right after iteration 2's checkpoint

@@ -1,0 +1,216 @@
+"""The plan ``dml reproduce`` prints before its first step: the runs with their expected training time and its
+source, each input and its state, and the disk each stage needs against the free space where it goes. Days of GPU
+time and tens of GB of disk should be known before they are spent, not found out half-way."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dml_core.data.image_cache import estimated_cache_bytes
+from dml_core.data.index import index_path
+from dml_core.data.pipeline_choice import readable_bytes
+from dml_core.output_paths import data_root as resolve_data_root
+from dml_core.runner.cache_preparation import free_disk_bytes
+from dml_core.runner.disk_needs import (
+    DATASET_BYTES,
+    cache_lower_bound,
+    checkpoint_bytes,
+    results_bytes,
+    training_images,
+)
+from dml_core.runner.eta import counted
+from dml_core.runner.expected_hours import Expected, expected_hours
+from dml_core.runner.linear import LinearRun, missing_uci_data
+from dml_core.runner.plan import PlannedRun
+from dml_core.runner.preflight import MISSING, TO_BUILD, run_inputs
+from dml_core.tables.timing import readable_duration
+from dml_core.tier import Tier
+from dml_core.training.checkpoint import keeps_finished_checkpoint
+
+
+@dataclass(frozen=True)
+class PlanSetting:
+    """Where and how the runs train, as the plan reports them."""
+
+    key: str
+    tier: Tier
+    data_root: Path | None
+    runs_root: Path
+    results_root: Path
+    device_text: str  # the device line (``device_choice.describe_device``)
+    device_type: str  # "cuda", "cpu": which pipeline the runs take
+    gpu_name: str | None  # the GPU's name, for the measurement of its device class (None: the CPU or unknown)
+    max_steps: int | None = None  # a rehearsal
+    papers_dir: Path | None = None
+
+
+@dataclass
+class DiskStage:
+    """The bytes one stage writes, where, and what makes them up."""
+
+    name: str
+    where: Path
+    size: int = 0
+    at_least: bool = False  # a lower bound (a cache of shorter-side resizes, estimated without the images)
+    parts: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # items without a figure
+
+    def line(self) -> str:
+        size = f"{'at least ' if self.at_least else ''}{readable_bytes(self.size)}"
+        unknown = f"; not counted: {', '.join(self.unknown)} (no figure)" if self.unknown else ""
+        return f"{self.name}: {size} in {self.where} ({'; '.join(self.parts) or 'nothing new'}{unknown})"
+
+
+def plan_lines(
+    setting: PlanSetting, plans: Sequence[PlannedRun], to_train: Sequence[bool], linear_runs: Sequence[LinearRun]
+) -> list[str]:
+    """The plan, one line each (indented under its heading)."""
+    training = [plan for plan, train_it in zip(plans, to_train, strict=True) if train_it]
+    lines = [f"{setting.key}: the plan ({_tier_text(setting)}), before the first step"]
+    lines.append(f"  device: {setting.device_text}")
+    lines += _run_lines(setting, plans, to_train, linear_runs)
+    lines += _input_lines(setting, training, linear_runs)
+    lines += _disk_lines(setting, training)
+    return lines
+
+
+def _tier_text(setting: PlanSetting) -> str:
+    if setting.max_steps:
+        return f"a rehearsal: full-scale recipes cut to {counted(setting.max_steps, 'step')}, results never in tables"
+    return {Tier.FULL: "full scale", Tier.SMOKE: "smoke tier", Tier.MINI: "mini tier"}[setting.tier]
+
+
+def _run_lines(
+    setting: PlanSetting, plans: Sequence[PlannedRun], to_train: Sequence[bool], linear_runs: Sequence[LinearRun]
+) -> list[str]:
+    finished = len(plans) - sum(to_train)
+    lines = [f"  runs: {sum(to_train)} to train, {finished} finished earlier, {len(linear_runs)} linear"]
+    seeds: dict[str, list[int]] = defaultdict(list)
+    expected: dict[str, Expected] = {}
+    for plan, train_it in zip(plans, to_train, strict=True):
+        if not train_it:
+            continue
+        name = plan.recipe.run_name
+        seeds[name].append(plan.recipe.training.seed)
+        if name not in expected:
+            expected[name] = expected_hours(
+                setting.key, plan.recipe, setting.gpu_name, setting.max_steps, setting.papers_dir
+            )
+    for name, run_seeds in seeds.items():
+        each = " each" if len(run_seeds) > 1 else ""
+        estimate, listed = expected[name], ", ".join(map(str, run_seeds))
+        lines.append(f"    {name} seed {listed}: {estimate.duration()}{each} ({estimate.source})")
+    for run in linear_runs:
+        lines.append(f"    {run.name}: linear (CPU)")
+    known = [expected[name].hours * len(run_seeds) for name, run_seeds in seeds.items() if expected[name].hours]
+    unknown = sum(len(run_seeds) for name, run_seeds in seeds.items() if expected[name].hours is None)
+    if seeds:
+        total = readable_duration(sum(known) * 3600) if known else "unknown"
+        rest = f", and {counted(unknown, 'run')} of unknown time" if unknown and known else ""
+        lines.append(f"  expected training time: {total}{rest} (the training loops; evaluations not counted)")
+    return lines
+
+
+def _input_lines(setting: PlanSetting, training: Sequence[PlannedRun], linear_runs: Sequence[LinearRun]) -> list[str]:
+    states: dict[str, str] = {}
+    for plan in training:
+        for needed in run_inputs(plan, setting.data_root, setting.device_type):
+            states.setdefault(needed.what, needed.state)
+    for run in linear_runs:
+        problem = missing_uci_data(run, setting.data_root)
+        states.setdefault(f"UCI data set {run.plan.dataset}", MISSING if problem else "present")
+    if not states:
+        return []
+    return ["  inputs:"] + [f"    {what}: {state}" for what, state in states.items()]
+
+
+def _disk_lines(setting: PlanSetting, training: Sequence[PlannedRun]) -> list[str]:
+    if not training:
+        return []
+    stages = _disk_stages(setting, training)
+    lines = ["  disk:"] + [f"    {stage.line()}" for stage in stages]
+    by_disk: dict[int, list[DiskStage]] = defaultdict(list)
+    for stage in stages:
+        by_disk[_file_system(stage.where)].append(stage)
+    for on_disk in by_disk.values():
+        needed = sum(stage.size for stage in on_disk)
+        free = free_disk_bytes(on_disk[0].where)
+        places = ", ".join(dict.fromkeys(str(stage.where) for stage in on_disk))
+        verdict = "fits" if needed < free else "DOES NOT FIT: free space there or choose other folders"
+        sizes = f"{readable_bytes(needed)} needed, {readable_bytes(free)} free"
+        lines.append(f"    on the disk of {places}: {sizes}: {verdict}")
+    return lines
+
+
+def _disk_stages(setting: PlanSetting, training: Sequence[PlannedRun]) -> list[DiskStage]:
+    data = resolve_data_root(setting.data_root)
+    archives, extracted = DiskStage("archives", data), DiskStage("extracted files", data)
+    cache = DiskStage("uint8 cache", data)
+    checkpoints, results = DiskStage("checkpoints", setting.runs_root), DiskStage("results", setting.results_root)
+    seen: set = set()
+    for plan in training:
+        spec, recipe = plan.dataset, plan.recipe
+        root = resolve_data_root(setting.data_root, recipe.data.root)
+        if not spec.generated and not index_path(root / spec.name).is_file() and spec.name not in seen:
+            seen.add(spec.name)
+            figures = DATASET_BYTES.get(spec.name)
+            if figures is None:
+                archives.unknown.append(spec.name)
+                extracted.unknown.append(spec.name)
+            else:
+                archives.size += figures.archives
+                extracted.size += figures.extracted
+                archives.parts.append(f"{spec.name} {readable_bytes(figures.archives)}")
+                extracted.parts.append(f"{spec.name} {readable_bytes(figures.extracted)}, estimated as its archives")
+        for needed in run_inputs(plan, setting.data_root, setting.device_type):
+            if needed.what.startswith("uint8 cache") and needed.state == TO_BUILD and needed.what not in seen:
+                seen.add(needed.what)
+                _add_cache(cache, plan, root)
+    _add_per_run(setting, training, checkpoints, results)
+    return [archives, extracted, cache, checkpoints, results]
+
+
+def _add_cache(stage: DiskStage, plan: PlannedRun, root: Path) -> None:
+    spec, config = plan.dataset, plan.recipe.data.transforms
+    what = f"{spec.name}/train {config.resize_mode} {config.resize}"
+    if index_path(root / spec.name).is_file():  # exact: the image headers and torchvision's resize rule
+        images, size = estimated_cache_bytes(spec, root, "train", config.resize_mode, config.resize)
+    else:
+        images = training_images(spec)
+        size = cache_lower_bound(images, config.resize_mode, config.resize)
+        stage.at_least |= config.resize_mode != "squash"
+    stage.size += size
+    stage.parts.append(f"{what}: {images:,} images")
+
+
+def _add_per_run(
+    setting: PlanSetting, training: Sequence[PlannedRun], checkpoints: DiskStage, results: DiskStage
+) -> None:
+    sizes: dict[tuple, int] = {}
+    each = []
+    for plan in training:
+        recipe = plan.recipe
+        shape = (recipe.model.model_dump_json(), recipe.optimizer.name, recipe.optimizer.momentum)
+        if shape not in sizes:
+            sizes[shape] = checkpoint_bytes(recipe)
+        each.append(sizes[shape])
+        results.size += results_bytes(plan.dataset)
+    kept = setting.max_steps is None and keeps_finished_checkpoint(setting.tier)
+    checkpoints.size = sum(each) if kept else max(each)
+    low, high = readable_bytes(min(each)), readable_bytes(max(each))
+    span = low if low == high else f"{low}-{high}"
+    if kept:
+        checkpoints.parts.append(f"{counted(len(each), 'run')} x {span}, the model and optimiser state, kept")
+    else:
+        checkpoints.parts.append(f"one at a time ({span}), removed once its run ends")
+    results.parts.append(f"{counted(len(training), 'run')}: results files and their per-query terms")
+
+
+def _file_system(path: Path) -> int:
+    """The device number of the file system that holds ``path`` (or would: its nearest existing parent)."""
+    existing = next(parent for parent in (path.absolute(), *path.absolute().parents) if parent.exists())
+    return os.stat(existing).st_dev
