@@ -12,8 +12,8 @@
 # compatibility), a GPU of compute capability 7.5 or newer (CUDA 13 dropped Maxwell, Pascal and Volta), and the
 # NVIDIA Container Toolkit for --gpus.
 #
-# Data and weights are prepared on the host (no download happens inside a run): `dml prepare <dataset> --root data`
-# and `dml weights --fetch` (which saves to ~/.cache/dml/weights, or $DML_WEIGHTS_DIR); the mounts above hand the
+# Data and weights are prepared on the host (no download happens inside a run): `nox -s dml -- prepare <dataset> --root data`
+# and `nox -s dml -- weights --fetch` (which saves to ~/.cache/dml/weights, or $DML_WEIGHTS_DIR); the mounts above hand the
 # container those same folders. results/, tables/ and runs/ stay in the repository copy (/opt/dml), where the
 # suite writes by default: mounting the checkout's own folders there shows the container the committed results and
 # every earlier run's, and keeps what it writes on the host. Without those mounts the container sees the committed

@@ -54,7 +54,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="dml",
         description="Deep metric learning reproduction suite: prepare, train, evaluate. An expected failure (bad "
         "input: exit 2; a failed run: exit 1; interrupted: exit 130) is one line naming the file, field or "
-        "iteration; `dml reproduce --skip-missing` exits 3 when it left runs out for want of their inputs.",
+        "iteration; `nox -s dml -- reproduce --skip-missing` exits 3 when it left runs out for want of their inputs.",
     )
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of a failure too (also accepted after COMMAND)"

@@ -67,8 +67,8 @@ def describe_failure(error: BaseException) -> Failure | None:
     if isinstance(error, KeyboardInterrupt):
         return Failure(
             INTERRUPTED,
-            "interrupted; nothing after the last checkpoint is kept: `dml train ... --resume` (or `dml reproduce` "
-            "again) continues from it",
+            "interrupted; nothing after the last checkpoint is kept: `nox -s dml -- train ... --resume` (or "
+            "`nox -s dml -- reproduce` again) continues from it",
         )
     if isinstance(error, InputError):
         return Failure(BAD_INPUT, without_worker_traceback(str(error)))

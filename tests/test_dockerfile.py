@@ -106,4 +106,4 @@ def test_host_and_container_share_one_weights_location(monkeypatch):
     assert (env["DML_DATA_ROOT"], env["DML_WEIGHTS_DIR"]) == ("/data", "/weights")
     command = _docker_run_command()
     assert f'-v "${{DML_WEIGHTS_DIR:-$HOME/{host_default.as_posix()}}}:/weights"' in command
-    assert '-v "$PWD/data:/data"' in command  # `dml prepare DATASET --root data` on the host
+    assert '-v "$PWD/data:/data"' in command  # `nox -s dml -- prepare DATASET --root data` on the host

@@ -75,9 +75,9 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
     data = tmp_path / "data"
     dataset, weights = missing_inputs(plans, data)  # one entry each, not one per seed
     assert dataset.problem.startswith(f"dataset cub200 (CUB-200-2011) is not prepared under {data}: run ")
-    assert f"`dml prepare cub200 --root {data}` (downloaded from data.caltech.edu" in dataset.problem
+    assert f"`nox -s dml -- prepare cub200 --root {data}` (downloaded from data.caltech.edu" in dataset.problem
     assert weights.problem.startswith("weight file googlenet-1378be20.pth for backbone 'googlenet' not found")
-    assert "`dml weights --fetch googlenet`" in weights.problem
+    assert "`nox -s dml -- weights --fetch googlenet`" in weights.problem
     assert dataset.runs == weights.runs == ["ours-cub200 seed 0", "ours-cub200 seed 1"]  # the runs each blocks
     assert dataset.line(2).endswith("\n    blocks all 2 runs: ours-cub200 seed 0, ours-cub200 seed 1")
     (data / "cub200").mkdir(parents=True)
@@ -109,8 +109,8 @@ def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache_
     transforms = plans[0].recipe.data.transforms
     assert missing.problem.startswith(f"{plans[0].recipe_path}: data.pipeline cache: {data / 'cub200' / 'cache'}")
     assert (
-        f"run `dml prepare cub200 --root {data} --cache {transforms.resize_mode} --cache-size {transforms.resize}`"
-        in missing.problem
+        f"run `nox -s dml -- prepare cub200 --root {data} --cache {transforms.resize_mode} "
+        f"--cache-size {transforms.resize}`" in missing.problem
     )
     assert missing.runs == ["ours-cub200 seed 3"]
     smoke = _plans(tmp_path, smoke=True, pipeline="cache")
@@ -132,8 +132,8 @@ def test_missing_inputs_stop_the_paper_before_any_training_unless_the_others_are
     assert message.startswith("paper damlrrm: missing inputs (1 of 2 runs blocked):\n  dataset cub200 (CUB-200-2011)")
     assert "\n    blocks 1 run: ours-cub200 seed 0\n  weight file googlenet-1378be20.pth" in message
     assert message.endswith(
-        "`dml reproduce damlrrm --skip-missing` trains the 1 run whose inputs are here (lifted-cub200 seed 0) and "
-        "names those it leaves out; `dml reproduce damlrrm --only ID ...` chooses runs by id"
+        "`nox -s dml -- reproduce damlrrm --skip-missing` trains the 1 run whose inputs are here (lifted-cub200 seed "
+        "0) and names those it leaves out; `nox -s dml -- reproduce damlrrm --only ID ...` chooses runs by id"
     )
     assert not (tmp_path / "runs").exists()
     lines = []
@@ -172,7 +172,8 @@ def test_each_run_says_the_eta_of_the_runs_left_and_rerun_trains_finished_ones(t
 
 
 def test_the_closing_summary_and_exit_status_say_what_was_not_run(tmp_path, monkeypatch, capsys):
-    left_out = {"ours-cars196 seed 0": "dataset cars196 (Cars196) is not prepared under data: run `dml prepare ...`"}
+    missing = "dataset cars196 (Cars196) is not prepared under data: run `nox -s dml -- prepare ...`"
+    left_out = {"ours-cars196 seed 0": missing}
     outcomes = {
         "left out": (ReproduceReport(trained=["ours-cub200 seed 0"], not_run=left_out), 3),
         "left out and failed": (ReproduceReport(failed={"ours-sop seed 0": "non-finite loss"}, not_run=left_out), 1),
@@ -185,7 +186,7 @@ def test_the_closing_summary_and_exit_status_say_what_was_not_run(tmp_path, monk
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == [
         "damlrrm: 1 trained, 0 skipped (finished), 0 failed, 1 not run (missing inputs)",
-        "  NOT RUN ours-cars196 seed 0: dataset cars196 (Cars196) is not prepared under data: run `dml prepare ...`",
+        f"  NOT RUN ours-cars196 seed 0: {missing}",
     ]
     assert out[-1] == "damlrrm: 1 trained, 0 skipped (finished), 0 failed"
 
@@ -234,7 +235,7 @@ def test_a_smoke_reproduction_runs_end_to_end_and_skips_finished_runs(tmp_path, 
 @pytest.mark.slow
 @pytest.mark.usefixtures("glyph_data_root")
 def test_a_paper_reproduced_under_torchrun_trains_on_every_process_reports_once_and_builds_the_cache_once(tmp_path):
-    """One torchrun of two processes, on the cache pipeline (the PIL one under torchrun: `dml train` in
+    """One torchrun of two processes, on the cache pipeline (the PIL one under torchrun: `nox -s dml -- train` in
     tests/training/test_distributed.py)."""
     from dml_core.results import load_results
     from tests.torchrun import torchrun

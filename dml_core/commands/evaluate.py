@@ -15,7 +15,7 @@ from dml_core.writable import require_writable_file
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        description="Load a checkpoint written by `dml train`, embed its recipe's test split and print every "
+        description="Load a checkpoint written by `nox -s dml -- train`, embed its recipe's test split and print every "
         "metric of the recipe's evaluation protocol as JSON.",
     )
     parser.add_argument("checkpoint", type=Path, help="checkpoint.pt from a run folder")

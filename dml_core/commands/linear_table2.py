@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
         "linear-table2",
         description="Random stratified 70/30 splits, z-score (+ PCA to 150), 5-fold CV over the paper's "
         "grids, kNN accuracy with K in 1..40; mean and std over the splits, in percent. Iris and Wine need "
-        "no data root; the other sets must first be prepared with `dml prepare uci:<name> --root DIR`.",
+        "no data root; the other sets must first be prepared with `nox -s dml -- prepare uci:<name> --root DIR`.",
     )
     parser.add_argument("dataset", choices=list(UCI_DATASETS), help="a data set of Table 1")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -49,7 +49,9 @@ def add_parser(subparsers) -> None:
         default=SolverConfig.max_iterations,
         help="solver objective evaluations per fit",
     )
-    parser.add_argument("--root", type=Path, help="the --root of `dml prepare uci:<name>` (not needed for Iris, Wine)")
+    parser.add_argument(
+        "--root", type=Path, help="the --root of `nox -s dml -- prepare uci:<name>` (not needed for Iris, Wine)"
+    )
     parser.add_argument(
         "--jobs", type=positive_int, default=1, help="parallel processes for the grid search (same result)"
     )
@@ -59,7 +61,7 @@ def add_parser(subparsers) -> None:
         type=Path,
         metavar="ROOT",
         help="also write a results file per Table 2 method into ROOT/anml/<row>-seed<seed>.json (the layout "
-        "`dml tables --paper anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
+        "`nox -s dml -- tables --paper anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
     )
     parser.set_defaults(run=run)
 

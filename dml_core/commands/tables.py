@@ -28,9 +28,9 @@ def add_parser(subparsers) -> None:
         "its evaluations give and, where the data is here, the split index it recorded; it lists every other file "
         "as refused. With --check, exit 1 when a file is refused or a number is below published minus its gate "
         "(the tolerance, or the measured spread where larger), read from the CSV files; cells under a reviewed "
-        "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `dml nightly` also compares "
-        "with the previous nightly. `dml tables fair [--mini]` builds the fair comparison's table instead: "
-        "TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
+        "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `nox -s dml -- nightly` also "
+        "compares with the previous nightly. `nox -s dml -- tables fair [--mini]` builds the fair comparison's table "
+        "instead: TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
     )
     parser.add_argument(
         "study",
@@ -60,8 +60,8 @@ def add_parser(subparsers) -> None:
         "--check",
         action="store_true",
         help="exit 1 when a number is below published minus its gate; cells under a reviewed waiver "
-        "(papers/<paper>/known_gaps.yaml) are listed apart and do not fail (`dml nightly` also compares with the "
-        "previous nightly)",
+        "(papers/<paper>/known_gaps.yaml) are listed apart and do not fail (`nox -s dml -- nightly` also compares "
+        "with the previous nightly)",
     )
     parser.set_defaults(run=run)
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.study == FAIR_KEY:
         return run_fair(args, tables)
     if chosen_tier(args) == Tier.MINI:
-        raise InputError("--mini: only with fair (`dml reproduce KEY --mini` builds a paper's mini page)")
+        raise InputError("--mini: only with fair (`nox -s dml -- reproduce KEY --mini` builds a paper's mini page)")
     tolerances = load_tolerances(args.tolerances)
     built = [
         build_paper_tables(

@@ -15,13 +15,13 @@ from dml_core.tier import Tier
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
-        description="Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `dml recipes list`; or a "
-        "recipe file of one run), evaluating on the test split every training.eval_every, and write an atomic "
-        "checkpoint and a results file.",
+        description="Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `nox -s dml -- recipes "
+        "list`; or a recipe file of one run), evaluating on the test split every training.eval_every, and write an "
+        "atomic checkpoint and a results file.",
     )
     parser.add_argument("recipe", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe YAML")
     add_reading_option(
-        parser, "train under another value of a reading the run rests on (repeatable; `dml recipes show RUN`)"
+        parser, "train under another value of a reading the run rests on (repeatable; `nox -s dml -- recipes show RUN`)"
     )
     parser.add_argument(
         "--set",

@@ -18,7 +18,7 @@ def add_parser(subparsers) -> None:
         "tries every file before failing, and is refused offline (HF_HUB_OFFLINE or DML_OFFLINE).",
     )
     parser.add_argument(
-        "backbones", nargs="*", metavar="BACKBONE", help="default: all of them (`dml weights` lists them)"
+        "backbones", nargs="*", metavar="BACKBONE", help="default: all of them (`nox -s dml -- weights` lists them)"
     )
     parser.add_argument("--fetch", action="store_true", help="download missing files (progress, resume)")
     parser.set_defaults(run=run)

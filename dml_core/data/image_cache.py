@@ -164,7 +164,7 @@ def cache_problem(spec: DatasetSpec, root: Path, split: str, resize_mode: str, r
     command that (re)builds it; None when it is there and current."""
     folder = cache_dir(root, spec, split, resize_mode, resize)
     meta_path = folder / "meta.json"
-    rebuild = f"run `dml prepare {spec.name} --root {root} --cache {resize_mode} --cache-size {resize}`"
+    rebuild = f"run `nox -s dml -- prepare {spec.name} --root {root} --cache {resize_mode} --cache-size {resize}`"
     if not meta_path.is_file():
         return f"{folder}: no image cache for {spec.name}/{split} ({resize_mode} {resize}); {rebuild}"
     try:

@@ -84,7 +84,7 @@ def read_index(dataset_dir: Path) -> list[IndexRow]:
     path = index_path(dataset_dir)
     if not path.is_file():
         raise InputError(
-            f"{path}: index not found; run `dml prepare {Path(dataset_dir).name} --root "
+            f"{path}: index not found; run `nox -s dml -- prepare {Path(dataset_dir).name} --root "
             f"{Path(dataset_dir).parent}` first"
         )
     with path.open(newline="", encoding="utf-8") as handle:

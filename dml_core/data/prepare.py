@@ -146,7 +146,7 @@ def manual_routes(spec: DatasetSpec, root: Path) -> str:
     for route in dataset_sources(spec.name).manual:
         archives = " ".join(f"--archive {archive}" for archive in route.archives)
         steps = " && ".join(route.steps)
-        routes.append(f"{route.name}: `{steps}`, then `dml prepare {spec.name} --root {root} {archives}`")
+        routes.append(f"{route.name}: `{steps}`, then `nox -s dml -- prepare {spec.name} --root {root} {archives}`")
     return "; or ".join(routes)
 
 
@@ -164,7 +164,7 @@ def _download(
         manual = manual_routes(spec, dataset_dir.parent)
         raise InputError(
             f"{failed}; get a copy by hand{': ' + manual if manual else ''}; or pass one you have: "
-            f"`dml prepare {spec.name} --root {dataset_dir.parent} --archive PATH` ({spec.how_to_prepare})"
+            f"`nox -s dml -- prepare {spec.name} --root {dataset_dir.parent} --archive PATH` ({spec.how_to_prepare})"
         ) from None
     return spec.build_index(dataset_dir)
 

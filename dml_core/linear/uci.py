@@ -167,7 +167,7 @@ def _require_connection(dataset: UciDataset, host: str = OPENML_HOST) -> None:
     except OSError as error:
         raise InputError(
             f"{dataset.name}: cannot reach {host} to fetch OpenML data set {dataset.openml_id} ({error}); "
-            f"run `dml prepare uci:{dataset.name} --root DIR` on a connected machine and copy <root>/uci/"
+            f"run `nox -s dml -- prepare uci:{dataset.name} --root DIR` on a connected machine and copy <root>/uci/"
             f"{dataset.name}.npz here"
         ) from None
 
@@ -186,7 +186,8 @@ def _fetch_from_openml(dataset: UciDataset, root: Path) -> tuple[np.ndarray, np.
     except OSError as error:  # URLError, HTTPError and socket errors are all OSErrors
         raise InputError(
             f"{dataset.name}: fetching OpenML data set {dataset.openml_id} failed ({error}); check the "
-            f"connection, or supply the data as a CSV: `dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
+            f"connection, or supply the data as a CSV: `nox -s dml -- prepare uci:{dataset.name} --root DIR "
+            "--archive FILE.csv`"
         ) from None
     codes, names = encode_labels(bunch.target)
     return _frame_to_arrays(bunch.data), codes, names
@@ -224,7 +225,7 @@ def prepare_uci(name: str, root: str | Path, source_csv: str | Path | None = Non
     else:
         raise InputError(
             f"{dataset.name}: {dataset.note}; give the file: "
-            f"`dml prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
+            f"`nox -s dml -- prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
         )
     check_shape(dataset, X, y, where)
     path = cache_path(dataset.name, root)
@@ -243,12 +244,13 @@ def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.
         return X, y
     if root is None:
         raise InputError(
-            f"{dataset.name}: data root: expected the --root of `dml prepare uci:{dataset.name} --root DIR`, found none"
+            f"{dataset.name}: data root: expected the --root of `nox -s dml -- prepare uci:{dataset.name} --root DIR`, "
+            "found none"
         )
     path = cache_path(dataset.name, root)
     if not path.exists():
         raise InputError(
-            f"{path}: {dataset.name} not prepared; run `dml prepare uci:{dataset.name} --root {root}` first"
+            f"{path}: {dataset.name} not prepared; run `nox -s dml -- prepare uci:{dataset.name} --root {root}` first"
         )
     try:
         with np.load(path, allow_pickle=False) as archive:

@@ -86,7 +86,9 @@ def find_run(reference: str, recipes_dir: Path = RECIPES_DIR) -> RunDefinition:
     folders = load_catalog(recipes_dir, RECIPE_FOLDERS).values()
     matches = [p.run(reference) for p in folders if reference in {r.id for r in p.runs}]
     if not matches:
-        raise InputError(f"{reference}: neither a recipe file nor the id of a run (`dml recipes list` lists the runs)")
+        raise InputError(
+            f"{reference}: neither a recipe file nor the id of a run (`nox -s dml -- recipes list` lists the runs)"
+        )
     if len(matches) > 1:
         names = ", ".join(f"{run.paper}/{run.id}" for run in matches)
         raise InputError(f"run {reference!r}: several papers have a run of that id; name one: {names}")

@@ -418,7 +418,7 @@ def _check_readings(run: RunDefinition, paper_assumptions: PaperAssumptions | No
         raise InputError(
             f"{run.file}: field {field_name}: expected {'{name: {value: settings}}' if applied else 'a list of ids'} "
             f"in a paper folder (its assumptions.yaml defines them), found {dict(found)!r}; a recipe as "
-            "`dml recipes show` prints it stands outside the paper folders"
+            "`nox -s dml -- recipes show` prints it stands outside the paper folders"
         )
     both = sorted(set(applied) & set(run.settings.readings))
     if both:

@@ -266,7 +266,7 @@ def launch_paper(
     plans, linear_runs, tolerances, not_run = paper.preflight(log)  # the plan's device: where each job runs
     if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
-        log(f"linear plans are not submitted as jobs: run them with `dml reproduce {paper.key} --only {ids}`")
+        log(f"linear plans are not submitted as jobs: run them with `nox -s dml -- reproduce {paper.key} --only {ids}`")
     report = LaunchReport(
         job_folder=job_folder or jobs_folder(paper.output_roots[0], paper.key, paper.tier), not_run=dict(not_run)
     )

@@ -104,7 +104,7 @@ def missing_uci_data(run: LinearRun, data_root: Path | None) -> str | None:
     dataset = get_uci_dataset(run.plan.dataset)
     if dataset.source == "sklearn" or cache_path(dataset.name, root).is_file():
         return None
-    prepare = f"`dml prepare uci:{dataset.name} --root {root}`"
+    prepare = f"`nox -s dml -- prepare uci:{dataset.name} --root {root}`"
     return f"UCI data set {dataset.name} is not prepared under {root}: run {prepare}"
 
 

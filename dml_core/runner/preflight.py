@@ -82,7 +82,7 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
     elif not prepared:
         problem = (
             f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
-            f"`dml prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
+            f"`nox -s dml -- prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
         )
         inputs.append(RunInput(dataset, MISSING, problem))
     else:
@@ -107,7 +107,7 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
         else:
             problem = (
                 missing_weights_message(expected, [weights_cache_dir()])
-                + f" `dml weights --fetch {recipe.model.backbone}` does this where downloads work."
+                + f" `nox -s dml -- weights --fetch {recipe.model.backbone}` does this where downloads work."
             )
             inputs.append(RunInput(what, MISSING, problem))
     elif weights not in ("random", GLYPH_PRETRAINED):
@@ -151,8 +151,8 @@ def refusal(key: str, missing: Sequence[MissingInput], runs: Sequence[str]) -> s
         else ("the runs whose inputs are here (none yet)")
     )
     lines.append(
-        f"`dml reproduce {key} --skip-missing` trains {here} and names those it leaves out; "
-        f"`dml reproduce {key} --only ID ...` chooses runs by id"
+        f"`nox -s dml -- reproduce {key} --skip-missing` trains {here} and names those it leaves out; "
+        f"`nox -s dml -- reproduce {key} --only ID ...` chooses runs by id"
     )
     return "\n".join(lines)
 

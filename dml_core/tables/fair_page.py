@@ -275,7 +275,7 @@ def fair_markdown(tables: FairTables, figure: Path | None) -> str:
     lines = [TITLE, ""]
     if tables.tier == Tier.MINI:
         lines += [MINI_BANNER, ""]
-    command = "dml tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
+    command = "nox -s dml -- tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
     tested = sum(difference.measured for difference in tables.all_differences())
     lines += [
         f"Tier: **{tables.tier.value}**. Built by `{command}` from {_files(tables.files)} in `{source}/`; every "

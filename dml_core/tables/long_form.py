@@ -38,7 +38,7 @@ def read_long_form(path: str | Path) -> pd.DataFrame:
     """A long-form CSV written by :func:`write_long_form`, with its types back; errors name file and field."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: long-form table not found (run `dml tables` first)")
+        raise InputError(f"{path}: long-form table not found (run `nox -s dml -- tables` first)")
     try:
         frame = pd.read_csv(
             io.StringIO(path.read_text(encoding="utf-8")),

@@ -387,7 +387,8 @@ def gate_section(inputs: PageInputs) -> list[str]:
     lines = ["## Results gate", ""]
     if inputs.refused:
         lines += [
-            f"Refused, shown in no table ({len(inputs.refused)} results file(s); `dml tables --check` fails on them):",
+            f"Refused, shown in no table ({len(inputs.refused)} results file(s); `nox -s dml -- tables --check` fails "
+            "on them):",
             "",
             *(f"- `{refusal.path.name}`: {refusal.reason}" for refusal in inputs.refused),
             "",

@@ -256,7 +256,7 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
     if any(row.start != "random" for row in rows):
         lines += [GLYPH_START_NOTE, ""]
     if not rows:
-        lines += [f"No mini results yet: `dml reproduce {key} --mini` trains them.", ""]
+        lines += [f"No mini results yet: `nox -s dml -- reproduce {key} --mini` trains them.", ""]
     else:
         lines += [
             "| Run | Role | Backbone | Image | Iterations | Seeds | R@1 untrained | R@1 trained | Gain (R@1) "
@@ -307,7 +307,7 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
         else:
             lines += ["No ordering yet: it needs mini results of the proposed run and of a baseline.", ""]
     shows = SHOWS + (" " + FLAGGED_NOTE.format(key=key) if any(row.flagged for row in rows) else "")
-    lines += [shows, "", f"Generated from `{source}` by `dml reproduce {key} --mini`.", ""]
+    lines += [shows, "", f"Generated from `{source}` by `nox -s dml -- reproduce {key} --mini`.", ""]
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ On a CPU: the smoke version of each recipe, a reduced check that the measurement
 workers, which the smoke version leaves out, so that their tear-down is checked too).
 Each recipe runs on both data pipelines: "pil" (DataLoader workers, the reference) and "cache" (the decoded
 uint8 cache augmented on the device, the fast path the targets are for; with DML_BENCH_DATA_ROOT it needs
-`dml prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use);
+`nox -s dml -- prepare DATASET --cache MODE --cache-size N` first, the embedded set's cache is built on first use);
 DML_BENCH_PIPELINES=default measures each recipe on the pipeline ``data.pipeline: auto`` gives it on CUDA only
 (the GPU check's choice: on an H200 each (paper, pipeline) took 43-64 s with 120 timed steps per figure, too long
 for both pipelines inside one device call).

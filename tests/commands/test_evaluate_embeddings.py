@@ -1,4 +1,4 @@
-"""`dml evaluate-embeddings`: JSON out, masks, and one-line errors with exit code 2."""
+"""`nox -s dml -- evaluate-embeddings`: JSON out, masks, and one-line errors with exit code 2."""
 
 import json
 import subprocess

@@ -139,6 +139,7 @@ def test_when_every_source_fails_the_error_names_each_url_and_the_manual_route(m
     assert said[1].endswith("; no source left")
     message = str(error.value)
     assert f"{url}/car_ims.tgz (HTTP 403 Forbidden)" in message and f"{url}/page.zip (not the archive" in message
-    assert "by hand: by hand: `curl -LO https://example.invalid/copy.tgz`, then `dml prepare cars196 --root" in message
+    by_hand = "by hand: by hand: `curl -LO https://example.invalid/copy.tgz`"
+    assert f"{by_hand}, then `nox -s dml -- prepare cars196 --root" in message
     assert "--archive copy.tgz`" in message and "\n" not in message
     assert not (tmp_path / "data" / "cars196" / "cars.zip").exists()

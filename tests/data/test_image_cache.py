@@ -55,7 +55,7 @@ def test_cache_holds_the_pil_paths_resized_pixels(odd_sized_cub, mode):
 def test_missing_and_stale_caches_say_what_to_run(odd_sized_cub):
     cub = get_spec("cub200")
     with pytest.raises(
-        InputError, match=r"no image cache .* run `dml prepare cub200 .* --cache squash --cache-size 40`"
+        InputError, match=r"no image cache .* run `nox -s dml -- prepare cub200 .* --cache squash --cache-size 40`"
     ):
         load_cache(cub, odd_sized_cub, "train", "squash", 40)
     build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
@@ -71,7 +71,7 @@ def test_a_damaged_cache_record_is_refused_with_what_to_run(odd_sized_cub):
     cub = get_spec("cub200")
     folder = build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
     (folder / "meta.json").write_text('{"version": 1, "dataset"')  # cut off mid-write by hand
-    expected = r"meta.json: not valid JSON .*; run `dml prepare cub200 .* --cache squash --cache-size 40`"
+    expected = r"meta.json: not valid JSON .*; run `nox -s dml -- prepare cub200 .* --cache squash --cache-size 40`"
     with pytest.raises(InputError, match=expected):
         load_cache(cub, odd_sized_cub, "train", "squash", 40)
     assert cache_problem(cub, odd_sized_cub, "train", "squash", 40).startswith(str(folder / "meta.json"))

@@ -35,7 +35,7 @@ def test_load_split_returns_paths_and_labels(tiny_cub):
 def test_unknown_split_and_missing_index(tiny_cub, tmp_path):
     with pytest.raises(InputError, match=r"split: expected one of train/test, found 'query'"):
         load_split(get_spec("cub200"), tiny_cub, "query")
-    with pytest.raises(InputError, match=r"index not found; run `dml prepare sop"):
+    with pytest.raises(InputError, match=r"index not found; run `nox -s dml -- prepare sop"):
         load_split(get_spec("sop"), tmp_path / "nowhere", "train")
 
 
@@ -103,7 +103,7 @@ def test_index_hashes_follow_the_images_of_each_split(monkeypatch, tmp_path):
 
 def test_reading_a_split_never_writes_and_a_run_generates_the_embedded_set_first(tmp_path):
     glyphs = get_spec("embedded")
-    with pytest.raises(InputError, match=r"index not found; run `dml prepare embedded"):
+    with pytest.raises(InputError, match=r"index not found; run `nox -s dml -- prepare embedded"):
         load_split(glyphs, tmp_path, "train")
     assert list(tmp_path.iterdir()) == []
     ensure_generated(glyphs, tmp_path)

@@ -134,7 +134,7 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
     (missing,) = missing_linear_inputs(runs, tmp_path / "data")  # one entry, blocking every method's run
     assert missing.problem == (
         f"UCI data set Glass is not prepared under {tmp_path / 'data'}: run "
-        f"`dml prepare uci:Glass --root {tmp_path / 'data'}`"
+        f"`nox -s dml -- prepare uci:Glass --root {tmp_path / 'data'}`"
     )
     assert missing.runs == [run.name for run in runs] and len(runs) > 1
     iris = plan_linear_runs("anml", [RECIPES_DIR / "anml" / "linear" / "table2-iris.yaml"], Tier.FULL, tmp_path)

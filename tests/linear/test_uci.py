@@ -70,9 +70,8 @@ def test_offline_fetch_fails_at_once_with_what_to_do(tmp_path, monkeypatch):
 
     monkeypatch.setattr(uci.socket, "create_connection", no_network)
     monkeypatch.setattr("sklearn.datasets.fetch_openml", must_not_be_called)
-    with pytest.raises(
-        InputError, match=r"Vehicle: cannot reach api\.openml\.org .*OpenML data set 54.*dml prepare uci:Vehicle"
-    ):
+    expected = r"Vehicle: cannot reach api\.openml\.org .*OpenML data set 54.*nox -s dml -- prepare uci:Vehicle"
+    with pytest.raises(InputError, match=expected):
         prepare_uci("Vehicle", tmp_path)
     assert not cache_path("Vehicle", tmp_path).exists()
 
@@ -84,7 +83,8 @@ def test_a_failed_fetch_names_the_command_that_takes_a_csv_instead(tmp_path, mon
     monkeypatch.setattr(uci, "_require_connection", lambda dataset: None)
     monkeypatch.setattr("sklearn.datasets.fetch_openml", refused)
     with pytest.raises(
-        InputError, match=r"failed \(HTTP Error 503\).*`dml prepare uci:Vehicle --root DIR --archive FILE\.csv`"
+        InputError,
+        match=r"failed \(HTTP Error 503\).*`nox -s dml -- prepare uci:Vehicle --root DIR --archive FILE\.csv`",
     ):
         prepare_uci("Vehicle", tmp_path)
 

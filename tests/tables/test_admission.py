@@ -87,7 +87,7 @@ def test_a_smoke_file_left_in_the_full_folder_is_refused_not_an_error(root):
 
 def test_a_run_with_other_set_overrides_is_refused_naming_them(root):
     payload = pinned_payload(seed=0)
-    # What `dml train ours-cub200 --set model.weights=random --set training.iterations=1` records.
+    # What `nox -s dml -- train ours-cub200 --set model.weights=random --set training.iterations=1` records.
     payload["recipe"]["overrides"] = ["training.seed=0", "model.weights=random", "training.iterations=1"]
     payload["recipe"]["content"]["model"]["weights"] = "random"
     payload["recipe"]["content"]["training"]["iterations"] = 1

@@ -44,4 +44,4 @@ def test_committed_mini_results_are_of_the_recipes_as_they_train_now(key, tmp_pa
     paper = PaperRun(key, tier=Tier.MINI, runs_root=tmp_path, results_root=results, tables_root=tmp_path)
     plans, _ = paper.planned()
     stale = results_of_other_recipes(plans)
-    assert not stale, f"re-measure with `dml reproduce {key} --mini --rerun --only ...`:\n" + "\n".join(stale)
+    assert not stale, f"re-measure with `nox -s dml -- reproduce {key} --mini --rerun --only ...`:\n" + "\n".join(stale)

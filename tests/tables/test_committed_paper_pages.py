@@ -34,5 +34,5 @@ def rebuilt(tmp_path_factory):
 def test_a_committed_page_is_what_the_builders_make_of_the_committed_results(page, rebuilt):
     committed = REPOSITORY_ROOT / "tables" / f"{page}.md"
     assert (rebuilt / f"{page}.md").read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
-        f"tables/{page}.md is stale: rebuild it with `dml tables` and `dml tables fair`"
+        f"tables/{page}.md is stale: rebuild it with `nox -s dml -- tables` and `nox -s dml -- tables fair`"
     )

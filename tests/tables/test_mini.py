@@ -133,7 +133,7 @@ def test_an_ordering_against_a_run_that_did_not_learn_is_not_called_a_fair_check
 
 def test_no_results_yet_says_how_to_get_them(tmp_path, recipes_dir):
     text = build_mini_page(PAPER_KEY, tmp_path / "results", tmp_path / "tables", recipes_dir).markdown_path.read_text()
-    assert f"No mini results yet: `dml reproduce {PAPER_KEY} --mini` trains them." in text
+    assert f"No mini results yet: `nox -s dml -- reproduce {PAPER_KEY} --mini` trains them." in text
     assert "No ordering yet" in text
 
 

@@ -40,7 +40,7 @@ def test_auto_on_cuda_takes_a_current_cache_that_leaves_the_gpu_room(tmp_path, o
     recipe = _cub_recipe(tmp_path, odd_sized_cub)
     choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cuda", 80 * GIB)
     assert (choice.pipeline, cache) == ("pil", None)
-    command = f"run `dml prepare cub200 --root {odd_sized_cub} --cache squash --cache-size 40`"
+    command = f"run `nox -s dml -- prepare cub200 --root {odd_sized_cub} --cache squash --cache-size 40`"
     assert choice.reason.startswith("auto: no current cache: ") and choice.reason.endswith(command)
     build_cache(cub, odd_sized_cub, "train", "squash", 40, progress=False)
     choice, cache = pipeline_for_run(recipe, cub, odd_sized_cub, "cuda", 80 * GIB)

@@ -106,7 +106,7 @@ def _test_labels(dataset_dir: Path) -> Path:
     raise InputError(
         f"{DATASET}: cars_test_annos_withlabels.mat not found under {dataset_dir}: the devkit's "
         f"cars_test_annos.mat carries no classes, and the test half's labels are published apart; expected "
-        f"{DEVKIT_EXPECTED} (dml prepare cars196 lists where to get it)"
+        f"{DEVKIT_EXPECTED} (`nox -s dml -- prepare cars196` lists where to get it)"
     )
 
 

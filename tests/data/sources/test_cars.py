@@ -137,7 +137,8 @@ def test_without_a_copy_the_message_names_the_layouts_and_the_manual_routes(tmp_
         prepare(get_spec("cars196"), tmp_path / "data", progress=False, allow_download=False)
     message = str(error.value)
     assert "no Cars196 annotation files" in message and "the devkit layout" in message
-    assert "`kaggle datasets download -d jutrera/stanford-car-dataset-by-classes-folder`, then `dml prepare " in message
+    kaggle = "`kaggle datasets download -d jutrera/stanford-car-dataset-by-classes-folder`"
+    assert f"{kaggle}, then `nox -s dml -- prepare " in message
     assert "--archive stanford-car-dataset-by-classes-folder.zip`" in message
 
 
