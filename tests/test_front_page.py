@@ -76,3 +76,35 @@ def test_every_relative_link_resolves():
         if not (page.parent / target.split("#")[0]).exists()
     ]
     assert not broken, f"relative links to nothing: {broken}"
+
+
+SIGNED = re.compile(r"[+−-]\d+(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(found.replace("−", "-")) for found in SIGNED.findall(text)]
+
+
+def test_the_status_tables_gains_are_the_committed_mini_pages():
+    """The front page's "Where each paper stands" gains, typed there, must be the figures of tables/mini/<key>.md
+    (its run table's Gain column, in its row order: the headline run, then its baselines)."""
+    readme = README.read_text(encoding="utf-8")
+    status = readme[readme.index("## Where each paper stands") : readme.index("## Documentation")]
+    rows = {line.split("|")[1].strip(): line.split("|")[2] for line in status.splitlines() if line.startswith("| ")}
+    checked = 0
+    for key, cell in rows.items():
+        page = ROOT / "tables" / "mini" / f"{key}.md"
+        if not page.is_file():
+            continue
+        lines = page.read_text(encoding="utf-8").splitlines()
+        header = next(line for line in lines if line.startswith("| Run |"))
+        column = [name.strip() for name in header.split("|")].index("Gain (R@1)")
+        start = lines.index(header) + 2
+        gains = []
+        for line in lines[start:]:
+            if not line.startswith("|"):
+                break
+            gains += _numbers(line.split("|")[column])[:1]
+        assert _numbers(cell) == gains[: len(_numbers(cell))], f"README.md, {key}: {cell.strip()} against {page.name}"
+        checked += 1
+    assert checked == 5
