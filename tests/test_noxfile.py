@@ -27,21 +27,28 @@ def test_every_session_is_listed():
     assert expected <= names
 
 
-def test_the_gpu_check_session_runs_the_module_in_the_shared_environment_with_its_arguments(monkeypatch):
+class FakeSession:
+    """What a session function sees of nox: its arguments after ``--``; records the commands it runs."""
+
+    def __init__(self, posargs: list[str]):
+        self.posargs, self.calls = posargs, []
+
+    def run(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+
+
+def _noxfile(monkeypatch):
+    """noxfile.py loaded as a module, its shared environment's interpreter stubbed."""
     spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
     noxfile = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(noxfile)
     monkeypatch.setattr(noxfile, "shared_python", lambda session: "shared/bin/python")
+    return noxfile
 
-    class Session:
-        def __init__(self):
-            self.posargs, self.calls = ["--parts", "smoke,resume", "--rerun-failed"], []
 
-        def run(self, *args, **kwargs):
-            self.calls.append((args, kwargs))
-
-    session = Session()
-    noxfile.gpu_check(session)
+def test_the_gpu_check_session_runs_the_module_in_the_shared_environment_with_its_arguments(monkeypatch):
+    session = FakeSession(["--parts", "smoke,resume", "--rerun-failed"])
+    _noxfile(monkeypatch).gpu_check(session)
     ((args, kwargs),) = session.calls
     assert args == ("shared/bin/python", "-m", "dml_core.gpu_check", "--parts", "smoke,resume", "--rerun-failed")
     assert kwargs["env"]["HF_HUB_OFFLINE"] == "1"
@@ -50,19 +57,7 @@ def test_the_gpu_check_session_runs_the_module_in_the_shared_environment_with_it
 def test_the_dml_session_is_the_form_every_message_names(monkeypatch):
     from dml_core.command_line import DML
 
-    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
-    noxfile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(noxfile)
-    monkeypatch.setattr(noxfile, "shared_python", lambda session: "shared/bin/python")
-
-    class Session:
-        def __init__(self, posargs):
-            self.posargs, self.calls = posargs, []
-
-        def run(self, *args, **kwargs):
-            self.calls.append(args)
-
-    session = Session(["weights", "--fetch"])
-    noxfile.dml(session)
-    assert session.calls == [("shared/bin/python", "-m", "dml_core.cli", "weights", "--fetch")]
+    session = FakeSession(["weights", "--fetch"])
+    _noxfile(monkeypatch).dml(session)
+    assert [args for args, _ in session.calls] == [("shared/bin/python", "-m", "dml_core.cli", "weights", "--fetch")]
     assert DML == "nox -s dml --"  # the session is the form every message names
