@@ -26,8 +26,8 @@ def undecodable_message(path: Path, error: BaseException) -> str:
 
 def load_image(path: Path) -> Image.Image:
     """Decode ``path`` fully into an RGB image (greyscale, CMYK and palette images are converted; an RGB one is
-    returned as decoded: ``convert("RGB")`` would copy it, for the same pixels, and a 500 x 375 JPEG took 2.5 ms
-    that way against 1.8 ms, medians of 30 alternating rounds on one Xeon thread).
+    returned as decoded: ``convert("RGB")`` would copy it, for the same pixels, at a cost docs/performance.md
+    gives).
 
     An unreadable, truncated or corrupt file is an :class:`InputError` naming it.
     """

@@ -1,23 +1,8 @@
 """Exact nearest-neighbour ranking: the one search that serves every retrieval metric.
 
-Distances are squared Euclidean in fp32, less each query's own squared norm (a per-query constant:
-ranking-equivalent to Euclidean; on L2-normalised embeddings, to cosine). The search is chunked over
-queries, so only ``chunk_rows x n_gallery`` distances exist at a time (SOP: ~250 MB). On CUDA it runs
-on the GPU with TF32 switched off.
-
-Ranking rule (deterministic, documented): neighbours are ordered by computed distance, and equal
-distances by gallery index, smaller first. In the single-set protocol a query's own row is excluded by
-index, never by dropping the first neighbour, so an exact duplicate of the query (SOP has them)
-stays a neighbour at distance ~0.
-
-``rank_neighbours`` is the chunked search (CUDA, and the query/gallery protocol); ``rank_within_set`` serves the
-single-set protocol and, on the CPU, runs ``knn_symmetric`` instead: the same ranking from half the GEMM.
-
-Two things come out of one pass over the distances:
-- the rank of each query's nearest same-class gallery item, which gives Recall@K for every K at once
-  (Recall@1000 on SOP needs no top-1000 search);
-- the first ``k`` neighbours of each query (``k`` = the largest number of same-class items, for MAP@R
-  and R-Precision).
+One pass over chunked fp32 distances gives each query's nearest same-class rank (Recall@K for every K at once) and
+its first ``k`` neighbours (MAP@R, R-Precision). Equal distances are ordered by gallery index and a query's own row is
+excluded by index, so the ranking is deterministic and an exact duplicate stays a neighbour (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -110,7 +95,7 @@ class _RankingDistances:
     constant that changes no ranking (every comparison the metrics make is within a row).
 
     CPU: one OpenBLAS GEMM (numpy) over augmented operands ``[q, 1] . [-2g, ||g||^2]``, so the addition rides
-    inside the product; on this project's AMD CPUs OpenBLAS' sgemm measured 20-40% faster than torch's MKL one.
+    inside the product; numpy's OpenBLAS sgemm, as docs/performance.md explains.
     CUDA: ``torch.addmm``.
     """
 
@@ -170,8 +155,8 @@ def _ordered_top_k(distances: torch.Tensor, k: int) -> torch.Tensor:
 def _count_per_row(distances: torch.Tensor, threshold: torch.Tensor, inclusive: bool) -> torch.Tensor:
     """Per row, how many distances are below (or at) the row's threshold.
 
-    On the CPU numpy does this about 8x faster than torch's bool reductions (measured: 67M values,
-    0.03 s vs 0.3 s), so the CPU path goes through zero-copy numpy views.
+    On the CPU numpy does this much faster than torch's bool reductions (docs/performance.md), so the CPU path
+    goes through zero-copy numpy views.
     """
     if host_arithmetic(distances.device):
         values, limit = distances.numpy(), threshold.numpy()

@@ -1,20 +1,9 @@
 """Single-set neighbour ranking on the CPU: half the distance matrix, one fused pass over it.
 
-In the single-set protocol (CUB, Cars, SOP) the queries are the gallery, so the dot product of items
-``a`` and ``b`` serves both ``a``'s row and ``b``'s row. Items are sorted by class and cut into blocks
-at class boundaries; each block pair ``(I, J)``, ``I <= J``, is one GEMM, and a compiled kernel reads it
-once for the rows of ``I`` and once for the rows of ``J``. Blocks cut at class boundaries make every
-same-class pair fall in a diagonal block, so each item's nearest same-class distance (the threshold its
-rank is counted against) is known before any off-diagonal block is read.
-
-The result is what ``knn.rank_neighbours`` gives for ``self_index = arange(n)``, under the same ranking
-rule (distance ``||b||^2 - 2 a.b`` in fp32, equal distances by index, smaller first, self excluded by
-index). The distances come from other GEMM calls than the chunked path's, so they may differ from it in
-the last bit; on data whose arithmetic is exact (the tests' integer grids) both paths agree exactly.
-
-Why: the chunked path spends one full GEMM (the 0.8x peer target sits below it) plus several
-element-wise numpy passes per chunk; here the GEMM is halved and counting, tie handling and the
-top-k for MAP@R are one compiled pass (numba) per block, split over the cores.
+In the single-set protocol the queries are the gallery, so one GEMM per pair of class-aligned blocks serves both
+blocks' rows, and a compiled kernel (numba) counts ranks, breaks ties and keeps the top-k in one pass. It gives
+``knn.rank_neighbours``'s ranking for ``self_index = arange(n)`` under the same rule, though its distances come from
+other GEMM calls and may differ in the last bit (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The metrics an evaluation can report, each declaring the shared work it needs: adding a metric is one entry here.
 
-The evaluator does each piece of shared work once for all the metrics that ask for it (as Roth et al.'s
-Revisiting-DML does): the kNN ranking (``RANKING``: each query's nearest same-class rank; ``NEIGHBOURS``: also
-each query's R nearest neighbours, R its number of same-class items) and the clustering (``CLUSTERING``: k-means on
-every evaluated item). A metric that is a mean over queries returns its per-query terms beside its value (kept for
-a bootstrap over queries, ``per_query.PerQuery``). Values are percent, keyed as papers/<key>/published.yaml keys
-them ("R@1", "MAP@R", "NMI", "F1", plus "RP" for R-Precision).
-
-Only numpy is loaded here (the metrics load scikit-learn when first used): the recipe schema takes
-:data:`MetricName` from this module without loading the evaluation stack.
+The evaluator does each piece of shared work (the kNN ranking, the neighbours, the clustering) once for every metric
+that asks for it. Only numpy is loaded here, so that the recipe schema can take :data:`MetricName` without loading the
+evaluation stack.
 
 >>> METRIC_NAMES
 ('recall', 'map_at_r', 'r_precision', 'nmi', 'f1')
@@ -30,9 +24,9 @@ from dml_core.registry import Registry
 if TYPE_CHECKING:  # the ranking's type only: knn imports torch
     from dml_core.evaluation.knn import NeighbourRanking
 
-RANKING = "ranking"
-NEIGHBOURS = "neighbours"
-CLUSTERING = "clustering"
+RANKING = "ranking"  # each query's nearest same-class rank
+NEIGHBOURS = "neighbours"  # also each query's R nearest neighbours, R its number of same-class items
+CLUSTERING = "clustering"  # k-means on every evaluated item
 RETRIEVAL_WORK = frozenset({RANKING, NEIGHBOURS})  # both come from the one kNN search
 
 
@@ -56,6 +50,8 @@ class Computed:
 
 @dataclass(frozen=True)
 class Metric:
+    """One reportable metric: values in percent, keyed as ``papers/<key>/published.yaml`` keys them."""
+
     name: str  # as recipes (evaluation.metrics) and `dml evaluate-embeddings --metrics` name it
     needs: frozenset[str]
     compute: Callable[[SharedWork], Computed]

@@ -1,19 +1,9 @@
 """The linear methods of anml Table 2 and their hyper-parameter grids (section 7.1.2).
 
 ``METHODS`` maps a name to a fit function ``fit(X, y, seed=..., **hyper_parameters) -> LinearFit``;
-``PAPER_GRIDS`` maps the same name to the paper's grid of each hyper-parameter (empty: nothing tuned).
-The learned map is ``x -> L x`` with ``L^T L = M``, so kNN in the learned metric is Euclidean kNN on
-``X @ L.T``.
-
-- ``lanml_plus``: Eq. (19) with gamma1 > 0; S_i = all same-class samples (non-convex; M0 = I / sqrt(N)).
-- ``lanml_minus``: Eq. (19) with gamma1 < 0; S_i = the 10 Euclidean nearest same-class samples (convex).
-  The paper gives M0 only for the non-convex methods; the same M0 = I / sqrt(N) is used here.
-- ``pnca``: Eq. (21); S_i, D_i as for LANML+; M0 = I / sqrt(N).
-- ``nca``: scikit-learn's ``NeighborhoodComponentsAnalysis`` with its defaults ("defaults", as the paper
-  runs its baselines), seeded.
-- ``euclidean``: the identity (plain kNN), the reference every learned metric should beat.
-LMNN has no baseline here: the maintained-looking PyPI packages (metric-learn 0.7.0, pylmnn 1.6.4) do not
-run with the pinned scikit-learn 1.9 or are unmaintained since 2020.
+``PAPER_GRIDS`` maps the same name to the paper's grid of each hyper-parameter (empty: nothing tuned). The learned
+map is ``x -> L x`` with ``L^T L = M``, so kNN in the learned metric is Euclidean kNN on ``X @ L.T``. LMNN has no
+baseline here: no maintained library runs with the pinned scikit-learn (reproduce/anml/table2_linear.md).
 """
 
 from __future__ import annotations
@@ -116,7 +106,10 @@ def fit_lanml_minus(
     solver: SolverConfig = DEFAULT_SOLVER,
     seed: int = 0,
 ) -> LinearFit:
-    """LANML-: Eq. (19) with gamma1 < 0, S_i = the ``n_similar`` Euclidean nearest same-class samples."""
+    """LANML-: Eq. (19) with gamma1 < 0, S_i = the ``n_similar`` Euclidean nearest same-class samples (convex).
+
+    The paper gives M0 only for the non-convex methods; the same M0 = I / sqrt(N) is used here.
+    """
     return _fit_lanml("lanml_minus", X, y, lam, gamma1, gamma2, n_similar, margin, solver)
 
 

@@ -1,24 +1,9 @@
 """The Table 2 protocol of anml (section 7.1): accuracy of kNN under a learned linear metric.
 
-Per split (``n_splits`` = 30 in the paper), all seeded with ``seed + split``:
-1. a random stratified 70/30 train/test split (the paper says "random"; stratified keeps every class in
-   both parts of the small sets);
-2. z-score standardisation, then PCA to 150 dimensions if there are more features, both fitted on the
-   training part only (the paper does not say on which part; this choice cannot leak test data);
-3. 5-fold stratified cross-validation on the training part over the Cartesian product of the method's
-   grid: a grid point scores the best K in 1..40 of its fold-averaged kNN accuracy; the first best grid
-   point (grid order) wins, with its K (the smallest of tied Ks) as the CV-chosen K;
-4. refit on the whole training part with the chosen hyper-parameters; kNN accuracy on the test part for
-   every K in 1..40.
-
-LANML+ and LANML- fit all grid points of a fold at once (``batched_solver``, ``MANY_FITS``) and score them
-with one batched kNN pass; the fits and accuracies are those of the one-point-at-a-time path (``batched=False``,
-tested), only faster.
-
-"The best results output by K-NN with K in {1..40}" (section 7.1.2) reads as the K that is best on the
-test part: ``k_rule="test"`` reports that (optimistic: K is tuned on the test data). ``k_rule="cv"``
-reports the accuracy at the CV-chosen K instead. Both are stored per split whatever the rule.
-Mean and sample standard deviation (ddof=1) over the splits are in percent.
+Per seeded split: a stratified 70/30 split, z-score and PCA fitted on the training part, 5-fold cross-validation over
+the method's grid, a refit, and kNN accuracy on the test part for every K in 1..40; the mean and sample std over
+splits, in percent. Where the paper is silent (which part the scaler sees, which K "best" means: ``k_rule``), the
+choices and why are in reproduce/anml/table2_linear.md.
 """
 
 from __future__ import annotations
@@ -195,6 +180,8 @@ def cross_validate(
     batched: bool = True,
 ) -> tuple[dict, float, int]:
     """The grid point with the best fold-averaged kNN accuracy (over K), that accuracy and its K.
+
+    The first best point in grid order wins, with the smallest of its tied Ks.
 
     Methods with a batched solver (``MANY_FITS``: LANML+ and LANML-) fit all grid points of a fold at once
     unless ``batched=False`` (one point at a time, the reference path); the fits are the same.
