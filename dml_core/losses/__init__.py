@@ -1,24 +1,9 @@
 """Deep-metric-learning losses, one module per family, on one base.
 
-Every loss is a ``MetricLoss`` (``base``): a ``name``, the batch check, and ``last_terms`` (the terms of the last
-forward, detached, for losses made of several). ``forward(embeddings (N, D), labels (N,))`` returns a scalar,
-except ``drml`` (``DRMLLoss``), which applies a base loss to the relational head's ``RelationalOutput``. The
-composite losses (``CompositeLoss``: ``cgml``, ``drml``) receive their base losses built. Find a loss by name in
-``LOSSES`` or build it from a recipe's name and parameters with ``build_loss(name, **params)`` (``registry``).
-
-Learnable state (proxies of ``proxy_nca`` / ``proxy_anchor``, a learned ``beta`` of ``margin``) is
-registered on the loss module, so ``loss.parameters()`` yields exactly it (and nothing for the other
-losses). Give it its own learning rate with a parameter group::
-
-    optimizer = torch.optim.Adam(
-        [{"params": model.parameters()}, {"params": loss.parameters(), "lr": 100 * base_lr}], lr=base_lr
-    )
-
-Shared pieces: ``base`` (the base classes, pairwise matrix, masks, reductions), ``mining`` (triplet / MS /
-distance-weighted miners as pure functions returning index tensors), ``spanning_tree`` (batched Prim forests,
-damlrrm). Paper methods: ``damlrrm`` (graph + shuffled losses), ``anml`` (DANML, improved Proxy-NCA), ``gpw``
-(pair / triplet weighting), ``cgml`` (graph-consistency wrapper around a base loss), ``drml`` (the relational
-objective around a base loss).
+Every loss is a ``MetricLoss`` (``base``); find one by name in ``LOSSES`` or build it from a recipe's name and
+parameters with ``build_loss(name, **params)`` (``registry``). A loss's learnable state (proxies, a learned margin
+``beta``) is registered on it, so ``loss.parameters()`` yields exactly that and can get its own learning rate
+(docs/training.md, "Losses").
 """
 
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss

@@ -1,21 +1,10 @@
 """What every loss shares: the ``MetricLoss`` base class, and the pieces losses are written with (the pairwise
 matrix, label masks, masked reductions, proxies).
 
-A loss is a ``MetricLoss``: a ``name`` (its registry name, which its errors carry), the batch check before every
-forward, and ``last_terms``, the record of its terms. A composite loss (cgml, drml) is a ``CompositeLoss``: it
-receives the base losses it wraps already built; its ``from_recipe`` says how a recipe's ``base`` (a loss name)
-and ``base_params`` become them, with a ``BaseLossBuilder`` the registry hands it.
-
-Conventions used throughout ``dml_core.losses``:
-
-- ``distance`` is one of ``DISTANCES``. "euclidean" and "squared_euclidean" give distances (smaller is
-  closer); "cosine" (on L2-normalised vectors) and "dot" give similarities (larger is closer).
-- ``margin_gap(a, b, distance)`` is ``a - b`` for a distance and ``b - a`` for a similarity, so one formula
-  such as ``relu(margin_gap(d_ap, d_an) + m)`` serves both kinds (the convention of
-  pytorch-metric-learning's ``distance.margin``).
-- Miners take a *dissimilarity* (``as_dissimilarity``: the distance, or the negated similarity), so
-  "closer" is always "smaller".
-- Everything is vectorised on the device: no Python loops over pairs or anchors, no host syncs.
+One convention runs through ``dml_core.losses``: "euclidean" and "squared_euclidean" give distances (smaller is
+closer), "cosine" (on L2-normalised vectors) and "dot" similarities (larger is closer); ``margin_gap`` and
+``as_dissimilarity`` let one formula serve both. Everything is vectorised on the device: no Python loops over pairs
+or anchors, no host syncs.
 """
 
 from __future__ import annotations
@@ -138,12 +127,15 @@ def pairwise_matrix(x: Tensor, y: Tensor, distance: str) -> Tensor:
 
 
 def as_dissimilarity(matrix: Tensor | float, distance: str) -> Tensor | float:
-    """The matrix with "smaller is closer" semantics: a distance as is, a similarity negated."""
+    """The matrix with "smaller is closer" semantics: a distance as is, a similarity negated (what miners take)."""
     return -matrix if is_similarity(distance) else matrix
 
 
 def margin_gap(a: Tensor | float, b: Tensor | float, distance: str) -> Tensor | float:
     """``a - b`` for a distance, ``b - a`` for a similarity: how far ``a`` is "farther" than ``b``.
+
+    So one formula such as ``relu(margin_gap(d_ap, d_an) + m)`` serves both kinds (the convention of
+    pytorch-metric-learning's ``distance.margin``).
 
     >>> margin_gap(1.0, 0.25, "euclidean"), margin_gap(1.0, 0.25, "cosine")
     (0.75, -0.75)

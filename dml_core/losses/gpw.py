@@ -1,22 +1,9 @@
 """gpw: the general pair-based and triplet-based weighting losses (Liu, Cheng, Wang and Su 2019, arXiv 1905.12837).
 
-Both losses are "sum of detached weight x hinge" (Eqs. 4-5, 10): mine pairs or triplets, weight each with a
-number computed from the *detached* distances (footnote 6: ``D_ij.detach()``), so the gradient of a term is
-``w * dD/dtheta``. Weightings (Sec. III-B): "constant" (Eqs. 24-25), "power" (Eqs. 26-28) and "exponential"
-(Eqs. 29-31); ``normalize_weights`` divides by the weights' sum (Eqs. 32-34): with constant weights that is the
-average over the mined terms, with exponential weights a softmax.
-
-Choices where the paper is silent (each one a constructor parameter, see the recipe README):
-
-- ``normalization_scope``: "anchor" (default) normalises over one anchor's mined positives / negatives /
-  triplets, as the per-anchor loop of Algorithm 1 computes them, and the loss is ``1/N sum_i L_i`` (Algorithm 1,
-  step 5); "batch" normalises over all mined terms of the batch (Eqs. 32-34 read literally) and then the
-  normalised weights already sum to 1, so the loss is the plain sum. Without normalisation the loss is always
-  ``1/N sum_i L_i``.
-- An anchor with no mined term contributes 0 and still counts in N (Algorithm 1 divides by PK).
-- Mining keeps the boundary (``D >= m1``, ``D <= m2``, ``D_ij + m >= D_ik``) as Eqs. 16, 17 and 19 print it;
-  a boundary term has a zero hinge, so this only changes the count used by averaging.
-- ``0 ** 0 = 1`` in power weighting (p = 0 gives the constant weight even at zero gap).
+Both losses are "sum of detached weight x hinge" (Eqs. 4-5, 10): mine pairs or triplets, weight each with a number
+computed from the *detached* distances (footnote 6: ``D_ij.detach()``), so the gradient of a term is
+``w * dD/dtheta``. Where the paper is silent, each choice is a constructor parameter (``hinge_weights`` says how
+``normalization_scope`` reads Algorithm 1; papers/gpw/method.md lists the readings).
 """
 
 from __future__ import annotations
@@ -41,7 +28,14 @@ def hinge_weights(gap: Tensor, mined: Tensor, weighting: str, exponent: float, n
     ``gap`` is the hinge's argument (D - m1, m2 - D or D_ij - D_ik + m), >= 0 where mined; dim 0 is the anchor.
     ``exponent`` is p (or q) for "power" and alpha (or beta) for "exponential"; "constant" ignores it. With
     ``normalize`` the weights are divided by their sum over each anchor's entries (scope "anchor") or over
-    the whole tensor (scope "batch"); an empty group stays 0.
+    the whole tensor (scope "batch"); an empty group stays 0. Weightings (Sec. III-B): "constant" (Eqs. 24-25),
+    "power" (Eqs. 26-28, with ``0 ** 0 = 1``: p = 0 gives the constant weight even at zero gap) and "exponential"
+    (Eqs. 29-31); normalised, constant weights average the mined terms and exponential ones are a softmax.
+
+    Scope "anchor" (the default) normalises as the per-anchor loop of Algorithm 1 computes the weights, and the
+    loss is ``1/N sum_i L_i`` (step 5); "batch" reads Eqs. 32-34 literally, and as the normalised weights then
+    already sum to 1 the loss is the plain sum. Without normalisation the loss is always ``1/N sum_i L_i``; an
+    anchor with no mined term contributes 0 and still counts in N (Algorithm 1 divides by PK).
 
     >>> gap = torch.tensor([[0.5, 0.25, 0.0]])
     >>> mined = torch.tensor([[True, True, False]])
@@ -99,7 +93,7 @@ class GeneralPairWeightingLoss(MetricLoss):
 
     ``epsilon`` (default None: off) adds the triplet-margin pair mining of Eqs. 22-23 after the thresholds
     (Table II "+ triplet margin", epsilon = 0.1). ``distance="squared_euclidean"`` gives Eq. 36 (Table III
-    "Square", used with constant normalised weights, footnote 8). See the module docstring for
+    "Square", used with constant normalised weights, footnote 8). See ``hinge_weights`` for
     ``normalization_scope``. ``last_terms``: "pos", "neg".
     """
 
@@ -143,6 +137,7 @@ class GeneralPairWeightingLoss(MetricLoss):
         dist = pairwise_matrix(embeddings, embeddings, self.distance)
         pos, neg = label_masks(labels)
         pos_gap, neg_gap = dist - self.pos_margin, self.neg_margin - dist
+        # Mining keeps the boundary as Eqs. 16-17 print it: a zero hinge, so it only changes the averaging count.
         pos_mined = pos & (pos_gap.detach() >= 0)  # Eq. 16
         neg_mined = neg & (neg_gap.detach() >= 0)  # Eq. 17
         if self.epsilon is not None:  # Eqs. 22-23, on top of the thresholds
