@@ -1,17 +1,7 @@
 """Class chunks: the shared rules by which class-structured samplers cut a split's classes into batches.
 
-A real epoch: each sampler's primary stream visits every training image exactly once per epoch, in batches
-of equal size. Rules for the remainders, shared by all class-structured samplers (``class_chunks``):
-
-* a class's images are shuffled and cut into chunks of K; a last chunk shorter than K is topped up with
-  other images of the same class (so a chunk has K distinct images whenever the class has at least K);
-* a class with fewer than K images keeps all of them and repeats randomly drawn ones up to K (duplicates
-  in a batch: the loss sees the same image under two augmentations); a sampler's ``min_class_size``
-  leaves such classes out instead;
-* each batch takes chunks of P distinct classes, drawn at random weighted by their remaining chunks; a
-  class whose remaining chunks equal the remaining batches is taken first, which makes the number of
-  batches exactly ``max(ceil(chunks / P), max chunks of one class)`` for every seed. When fewer than P
-  classes still have chunks, the batch is filled with fresh chunks of other random classes.
+They make a real epoch: each sampler's primary stream visits every training image exactly once per epoch, in batches
+of equal size, whatever the classes' sizes (``class_chunks`` cuts, ``group_chunks`` batches).
 """
 
 from __future__ import annotations
@@ -39,7 +29,13 @@ def draw_from_class(positions: np.ndarray, k: int, rng: np.random.Generator) -> 
 
 
 def class_chunks(classes: dict[int, np.ndarray], k: int, rng: np.random.Generator) -> dict[int, list[np.ndarray]]:
-    """Each class's images shuffled and cut into chunks of K, covering every image once (module rules)."""
+    """Each class's images shuffled and cut into chunks of K, covering every image once.
+
+    A last chunk shorter than K is topped up with other images of the same class (so a chunk has K distinct images
+    whenever the class has at least K); a class with fewer than K images keeps all of them and repeats randomly
+    drawn ones up to K (duplicates in a batch: the loss sees the same image under two augmentations). A sampler's
+    ``min_class_size`` leaves such classes out instead.
+    """
     chunks = {}
     for label, positions in classes.items():
         shuffled = rng.permutation(positions)
@@ -65,7 +61,12 @@ def number_of_batches(chunk_counts: Sequence[int], p: int) -> int:
 def group_chunks(
     classes: dict[int, np.ndarray], chunks: dict[int, list[np.ndarray]], p: int, rng: np.random.Generator
 ) -> list[list[Chunk]]:
-    """Batches of P chunks of distinct classes, using every chunk exactly once (module rules)."""
+    """Batches of P chunks of distinct classes, using every chunk exactly once.
+
+    Classes are drawn at random, weighted by their remaining chunks; a class whose remaining chunks equal the
+    remaining batches is taken first, which makes the count exactly ``number_of_batches`` for every seed. When fewer
+    than P classes still have chunks, the batch is filled with fresh chunks of other random classes.
+    """
     labels = np.array(list(chunks))
     remaining = np.array([len(chunks[label]) for label in labels])
     batches = []

@@ -1,20 +1,10 @@
 """Image transforms driven by the backbone's :class:`InputSpec` and the recipe's
 :class:`~dml_core.recipes.settings.TransformSettings` (``data.transforms``).
 
-Order: resize (``squash`` to ``resize`` x ``resize`` as Caffe did, or ``shorter_side`` to ``resize`` keeping
-the aspect ratio) -> train: random crop of ``crop_size`` (or RandomResizedCrop straight from the decoded
-image, with ``rrc_scale``; the resize step is skipped then, as RandomResizedCrop sets the scale itself) and
-optional horizontal flip / eval: centre crop -> float in [0, 1] -> times ``value_scale`` -> channel order ->
-(x - mean) / std.
-
-The steps up to the crop and flip keep uint8 pixels (``build_pixel_transform``); the rest (``ToModelInput``) is
-elementwise. The training and evaluation loaders' workers compute only the first: their batches cross the process
-boundary and the copy to a GPU as uint8, a quarter of the float batch's bytes, and ``ToModelInput`` converts the
-whole batch where it trains: 7-20% of a worker's time an image at the five papers' main settings
-(``worker_over_float_in_worker`` in tables/benchmarks/pipeline-cpu.json, ``tests/benchmarks/bench_pipeline.py``).
-Every float step is one correctly rounded fp32 operation per element, so the batch is bitwise what
-``build_transform`` gives image by image, on any device (tested on the CPU; the GPU check's ``pipelines`` part
-compares it on the GPU). On a CPU the training process pays for it instead (``to_model_input`` in that report).
+They come in two halves: the uint8 steps (resize, crop, flip: ``build_pixel_transform``) run in the loaders' workers,
+and the elementwise float steps (``ToModelInput``) run on the whole batch where it trains, so that a quarter of the
+bytes cross the process boundary and the copy to a GPU. Each float step is one correctly rounded fp32 operation per
+element, so the batch is bitwise what ``build_transform`` gives image by image, on any device (docs/training.md).
 """
 
 from __future__ import annotations
@@ -50,8 +40,9 @@ def resize_step(config: TransformSettings) -> v2.Transform:
 
 class ToModelInput(ToInputSpec):
     """uint8 RGB images (3, H, W) or a batch of them -> float32 in the backbone's convention: scaled to [0, 1], then
-    ``ToInputSpec``'s arithmetic (its spec and buffers). Moved to a device (``.to``), it converts batches there.
-    Only uint8: it works in place on the float tensor it makes, which a float input would be itself.
+    ``ToInputSpec``'s arithmetic (its spec and buffers: times ``value_scale``, channel order, (x - mean) / std).
+    Moved to a device (``.to``), it converts batches there. Only uint8: it works in place on the float tensor it
+    makes, which a float input would be itself.
 
     >>> from dml_core.input_spec import IMAGENET_RGB
     >>> ToModelInput(IMAGENET_RGB)(torch.zeros(3, 2, 2))
@@ -81,7 +72,13 @@ def build_transform(input_spec: InputSpec, config: TransformSettings, train: boo
 
 
 def build_pixel_transform(input_spec: InputSpec, config: TransformSettings, train: bool) -> v2.Compose:
-    """PIL RGB image -> uint8 tensor (3, crop, crop): resize, crop and flip; random only when ``train``."""
+    """PIL RGB image -> uint8 tensor (3, crop, crop): resize, crop and flip; random only when ``train``.
+
+    Resize (``squash`` to ``resize`` x ``resize`` as Caffe did, or ``shorter_side`` to ``resize`` keeping the aspect
+    ratio), then a random crop of ``crop_size`` and an optional horizontal flip when training, a centre crop when not.
+    RandomResizedCrop (``rrc_scale``) cuts straight from the decoded image and skips the resize, as it sets the
+    scale itself.
+    """
     crop = config.crop_size or input_spec.input_size
     steps: list[torch.nn.Module] = [v2.ToImage()]
     if train and config.train_crop == "random_resized_crop":

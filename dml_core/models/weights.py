@@ -1,19 +1,8 @@
 """Pretrained weight files: which files the suite knows, where it looks for them, how it checks them.
 
-Lookup order for a backbone's pretrained weights (``resolve_weight_file``):
-
-1. an explicit path the caller gives;
-2. the cache directory: ``$DML_WEIGHTS_DIR``, default ``~/.cache/dml/weights``;
-3. only when downloads are allowed: the suite's downloader (progress, resume, sha256 check) from each URL the
-   catalog of sources lists (``dml_core/data/sources.yaml``, or ``$DML_SOURCES``), in order, into that cache.
-   Offline (``HF_HUB_OFFLINE=1`` or ``DML_OFFLINE=1``) step 3 is skipped and the lookup fails at once with an
-   error naming the file, its expected sha256, its public sources and where to put it.
-
-Every file is checked by its full sha256 before use (``WEIGHT_FILES`` records the digest of each published file).
-The torch-hub convention puts the first hex digits of the sha256 in the file name (``resnet50-0676ba61.pth``); an
-entry whose full digest is not known records only that prefix, and ``WeightFile.verification`` says which of the
-two a check did. Hashing a 100 MB file takes a second or two, so the digest is remembered beside the file, keyed by
-its name, size and modification time (:func:`cached_file_sha256`): a changed file is hashed again.
+Every file is checked by its full sha256 before use (``WEIGHT_FILES`` records each published file's digest; an entry
+whose full digest is not known checks the prefix torch hub puts in the file name, and ``WeightFile.verification``
+says which). The lookup order, from a caller's path to a download, is ``resolve_weight_file``'s.
 """
 
 from __future__ import annotations
@@ -105,8 +94,8 @@ SHA256_RECORDS = ".dml-sha256.json"
 
 def cached_file_sha256(path: str | os.PathLike) -> str:
     """:func:`file_sha256`, remembered in ``SHA256_RECORDS`` beside the file under its name, size and modification
-    time, so a file is hashed once and again only when it changes. Where that folder is read-only nothing is
-    remembered and the file is hashed every time (same verdict)."""
+    time, so a file is hashed once (a second or two for 100 MB) and again only when it changes. Where that folder is
+    read-only nothing is remembered and the file is hashed every time (same verdict)."""
     path = Path(path)
     stat = path.stat()
     records_path = path.parent / SHA256_RECORDS
@@ -161,7 +150,14 @@ def missing_weights_message(expected: WeightFile, looked_in: list[Path]) -> str:
 
 
 def resolve_weight_file(expected: WeightFile, path: str | os.PathLike | None = None) -> tuple[Path, str]:
-    """Find and verify a weight file in the module's lookup order; return ``(path, its full sha256)``."""
+    """Find and verify a weight file; return ``(path, its full sha256)``.
+
+    Lookup order: the explicit ``path`` the caller gives; the cache directory (``$DML_WEIGHTS_DIR``, default
+    ``~/.cache/dml/weights``); only when downloads are allowed, the suite's downloader (progress, resume, sha256
+    check) from each URL the catalog of sources lists, in order, into that cache. Offline (``HF_HUB_OFFLINE=1`` or
+    ``DML_OFFLINE=1``) that step is skipped and the lookup fails at once with an error naming the file, its expected
+    sha256, its public sources and where to put it.
+    """
     if path is not None:
         explicit = Path(path).expanduser()
         if not explicit.is_file():

@@ -1,20 +1,10 @@
 """The embedded glyph datasets: many-class image sets generated on the spot, for CPU runs without data.
 
-Each class is one printable ASCII character (label = its code point, 33-126: 94 classes); each image renders
-it in one of the text fonts matplotlib ships, with a random affine jitter (rotation, shear, scale, shift),
-random foreground/background colours and pixel noise. 47 training and 47 test classes, class-disjoint like the
-real benchmarks. Bytes are a pure function of the seed.
-
-Two sets (``GLYPH_SETS``), each its own dataset:
-
-- ``embedded`` (smoke tier): 24 images per class, mild jitter; small so that smoke runs stay seconds. Train:
-  code points 33-79 (symbols, digits, A-O); test: 80-126 (P-Z, lower case, symbols).
-- ``embedded_mini`` (mini tier): 80 images per class and more variation (glyph sizes and positions, strokes
-  thickened, blur, stray line segments, noise levels), so that retrieval is learnable from random
-  weights in a few hundred iterations but far from solved. Its split interleaves the code points (even ones
-  train, odd ones test), so that both halves hold digits, capitals, lower case and symbols, as both halves of
-  CUB-200-2011 hold birds: a few hundred iterations on symbols and capitals alone taught little that carries to
-  lower case (a triplet run gained 12.6 R@1 points with the block split, 18.9 with this one).
+Each class is one printable ASCII character (94 classes, 47 train and 47 test, class-disjoint like the real
+benchmarks); each image renders it in one of matplotlib's fonts with random jitter, colours and noise, and its bytes
+are a pure function of the seed. Two sets (``GLYPH_SETS``): ``embedded`` for the smoke tier, small so that smoke runs
+take seconds, and ``embedded_mini`` for the mini tier, varied enough that retrieval is learnable from random weights in
+a few hundred iterations but far from solved (docs/tiers.md).
 """
 
 from __future__ import annotations
@@ -106,7 +96,8 @@ def split_of(code: int) -> str:
 
 
 def interleaved_split_of(code: int) -> str:
-    """The mini set's split: even code points train, odd ones test (47 classes each).
+    """The mini set's split: even code points train, odd ones test (47 classes each), so that both halves hold
+    digits, capitals, lower case and symbols, as both halves of CUB-200-2011 hold birds (docs/tiers.md: why).
 
     >>> [interleaved_split_of(code) for code in (33, 34, 126)]
     ['test', 'train', 'train']

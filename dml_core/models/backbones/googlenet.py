@@ -1,17 +1,10 @@
-"""GoogLeNet (Inception v1) from torchvision, as a feature extractor.
+"""GoogLeNet (Inception v1) from torchvision, as a feature extractor; ``width`` < 1 narrows every channel count for
+the CPU mini tier.
 
-Difference from the papers' model, kept as a documented deviation: the old DML papers used the BVLC Caffe
-GoogLeNet, which has no BatchNorm (LRN layers instead) and takes BGR 0-255 input. torchvision's
-``googlenet`` is a BatchNorm variant whose ImageNet weights (``googlenet-1378be20.pth``) were ported from
-TensorFlow; no maintained PyTorch package ships the BN-free Caffe weights. Numbers from this backbone are
-therefore not the papers' backbone, only its closest maintained relative.
-
-torchvision's weights expect ``transform_input=True`` (it turns ImageNet-normalised RGB into the [-1, 1]
-scaling the TensorFlow port was trained with); it is always on here, so pretrained and random runs see the
-same input path, and the declared input convention stays ``IMAGENET_RGB``.
-
-``width`` < 1 builds the same network with every channel count narrowed (torchvision's own blocks, given
-narrowed channel counts), for the CPU mini tier.
+A documented deviation: the old DML papers used the BVLC Caffe GoogLeNet (no BatchNorm, LRN layers, BGR 0-255 input),
+whose BN-free weights no maintained PyTorch package ships. torchvision's is a BatchNorm variant with ImageNet weights
+(``googlenet-1378be20.pth``) ported from TensorFlow, so numbers from it come from the papers' closest maintained
+relative, not their backbone.
 """
 
 from __future__ import annotations
@@ -56,6 +49,8 @@ class GoogLeNet(Backbone):
         super().__init__()
         self.set_width(width)
         blocks = {} if width == 1.0 else {"blocks": narrowed_blocks(width)}
+        # transform_input turns ImageNet-normalised RGB into the [-1, 1] scaling the TensorFlow port was trained with;
+        # always on, so pretrained and random runs see one input path and the input spec stays IMAGENET_RGB.
         self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=True, **blocks)
         # Pooling and heads are separate modules in this suite.
         self.net.avgpool = nn.Identity()
