@@ -1,17 +1,8 @@
 """The ``dml`` command's one error boundary: every expected failure as one line and an exit status.
 
-- exit 2, bad input: an ``InputError`` (a file, field or argument named with what was expected and found; damaged
-  checkpoints, refused recipes and unwritable output locations found before a run are such errors), or an OSError
-  on a path the user gave (not found, a folder where a file belongs, no permission);
-- exit 1, a failed run: a non-finite loss (``NonFiniteError``, naming the iteration), an output that could not be
-  written once the run was under way (``OutputError``: disk full), the GPU out of memory;
-- exit 130: interrupted (Ctrl-C).
-
-Not a failure of a run but of a promise: ``dml reproduce --skip-missing`` exits 3 when it left runs out for want of
-their inputs (and none failed), so a script cannot take a paper's partial reproduction for a whole one.
-
-Anything else is a bug in the suite and keeps its traceback; ``dml --debug`` shows the traceback of the expected
-failures too.
+Bad input exits 2, a failed run 1, Ctrl-C 130, and ``dml reproduce --skip-missing`` 3 when it left runs out for want
+of their inputs, so that a script cannot take a paper's partial reproduction for a whole one. Anything else is a bug
+in the suite and keeps its traceback; ``dml --debug`` shows the traceback of the expected failures too.
 """
 
 from __future__ import annotations
@@ -61,7 +52,13 @@ def _os_error_line(error: OSError) -> str:
 
 
 def describe_failure(error: BaseException) -> Failure | None:
-    """The exit status and line of an expected failure; None for anything else (a bug: keep the traceback)."""
+    """The exit status and line of an expected failure; None for anything else (a bug: keep the traceback).
+
+    Bad input: an ``InputError`` (a file, field or argument named with what was expected and found; damaged
+    checkpoints, refused recipes and unwritable output locations found before a run are such errors), or an OSError
+    on a path the user gave. A failed run: a non-finite loss (``NonFiniteError``, naming the iteration), an output
+    that could not be written once the run was under way (``OutputError``: disk full), the GPU out of memory.
+    """
     from dml_core.training.non_finite import NonFiniteError  # torch: only once something failed
 
     if isinstance(error, KeyboardInterrupt):

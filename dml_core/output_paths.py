@@ -1,10 +1,7 @@
 """Where reproduction runs read recipes and write: run folders (checkpoints), results files and tables.
 
-Defaults are relative to the working directory (the repository root under nox); ``DML_RUNS_DIR``,
-``DML_RESULTS_DIR`` and ``DML_TABLES_DIR`` move them (the Docker image keeps the defaults, inside its copy of the
-repository, and docs/gpu.md ("Docker") mounts the checkout's own folders there).
-Smoke and mini output go to a ``smoke/`` or ``mini/`` sub-folder of each, so they never mix with full-scale
-numbers (or with each other); a rehearsal's (a full-scale run cut short by ``--max-steps``) to ``rehearsal/``.
+Defaults are relative to the working directory (``DML_RUNS_DIR``, ``DML_RESULTS_DIR``, ``DML_TABLES_DIR`` move them);
+smoke, mini and rehearsal output go to sub-folders of their own, so that they never mix with full-scale numbers.
 
 >>> results_file(Path("results"), "damlrrm", "ours-cub200", 1, Tier.SMOKE).as_posix()
 'results/smoke/damlrrm/ours-cub200-seed1.json'

@@ -1,22 +1,8 @@
 """The five papers' published tables: pydantic models and the loader for ``papers/<key>/published.yaml``.
 
-Each file transcribes every results table of one paper, value by value, as printed (percent). A value the
-paper's text does not print is left out and the row's ``note`` says so; nothing is inferred. These are the
-numbers users diff their reproductions against, so the loader is strict (``dml_core.schema``: unknown fields are
-errors) and names the file, table, row and field of every error.
-
-Row ids
-    Every row has an ``id`` unique within its table, so recipes can name targets such as
-    ``{table: table1, row: ours-cub200}``. The scheme: the slug of the printed method name, then the slug of
-    the dataset, joined by ``-`` (``OURS`` on CUB: ``ours-cub200``; anml's ``LANML+`` on Iris:
-    ``lanml-plus-uci-iris``). Where a table holds several rows of one method on one dataset (parameter
-    studies, ablations), the slug of the ``setting`` goes between them: damlrrm's ``α = 28`` row is
-    ``ours-alpha-28-cub200``. A slug is lower case; ``+`` and ``−`` become ``plus`` and ``minus``, Greek
-    letters their names, and every other run of characters outside ``[a-z0-9.]`` one ``-``. Where the
-    printed method name is an evident typo the row's note says so and the id follows the evident meaning
-    (gpw's ``Trilet-P`` is ``triplet-p-cub200``). Ids are stable: once published, never renamed.
-
-Table ids are the paper's own table numbers in arabic digits (``table1``; gpw's Table IV is ``table4``).
+These are the numbers users diff their reproductions against, so the loader is strict (``dml_core.schema``: unknown
+fields are errors) and names the file, table, row and field of every error. How rows and tables are named (ids a
+recipe's targets use, stable once published) is in papers/README.md.
 
 >>> paper = load_published("damlrrm")
 >>> find_row(paper, "table1", "ours-cub200").metrics["R@1"]
@@ -88,7 +74,8 @@ _GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "λ": "lambda"}
 
 
 def make_row_id(method: str, dataset: str, setting: str | None = None) -> str:
-    """The row id the scheme gives a printed method on a dataset (with the setting, when rows need it).
+    """The row id the scheme gives a printed method on a dataset (with the setting, when rows need it): the slugs of
+    method, setting and dataset joined by ``-`` (papers/README.md).
 
     >>> make_row_id("OURS", "cub200")
     'ours-cub200'

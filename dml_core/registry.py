@@ -1,9 +1,7 @@
 """One lookup for every registry of named parts (losses, samplers, heads, backbones, datasets, optimisers, metrics...).
 
-A :class:`Registry` is a mapping name -> part that knows what it holds (``kind``) and which recipe field
-names it (``field``), so every unknown name is worded the same way, wherever it is met: the file (where known), the
-field, the name found and the accepted names, sorted. Standard library only: the recipe schema and the recipe
-checks import registries' messages without loading torch.
+A :class:`Registry` knows what it holds and which recipe field names it, so every unknown name is worded the same way
+wherever it is met. Standard library only: the recipe schema imports registries' messages without loading torch.
 
 >>> COLOURS = Registry("colour", "paint.colour", {"red": 1, "blue": 2})
 >>> COLOURS.lookup("blue")

@@ -1,17 +1,8 @@
-"""The results file: one JSON per run, with a versioned schema, in two kinds.
+"""The results file: one JSON per run, with a versioned schema, in two kinds: ``deep`` (one run of a deep recipe x
+seed, ``ResultsFile``) and ``linear`` (one linear method on one data set under anml's Table 2 protocol,
+``LinearResultsFile``).
 
-- ``deep`` (no ``kind`` field, or ``kind: deep``): one run of a deep recipe x seed. It says how every number
-  was obtained: the recipe and its hash, the published rows it targets, git state, environment, weights, seed,
-  every evaluation, the selection rule next to the selected numbers, what every rule picks (``selections``:
-  the best-test-R@1 evaluation, the papers' practice, the final one, and with a validation split the
-  best-validation-R@1 one, whose test metrics are reported), the precision the model trained in
-  (``precision``), the evaluation protocol and timing;
-  ``queries`` names the companion file of per-query retrieval terms of those picks (for a bootstrap over queries).
-- ``linear`` (``kind: linear``): one linear metric-learning method on one data set under anml's Table 2
-  protocol (``dml_core.linear.protocol``), one base seed: the protocol settings (splits, CV folds, the grid
-  and how it was thinned, the K rule, the solver), the plan and its hash, every split's accuracy, the mean
-  and std over splits, seconds, git state and environment.
-
+A results file says how every number in it was obtained.
 ``load_results`` is the schema check the table builder uses; both kinds are strict (unknown fields rejected).
 """
 
@@ -144,7 +135,9 @@ class RehearsalRecord(StrictModel):
 
 
 class ResultsFile(TierRecorded):
-    """A deep run (recipe x seed)."""
+    """A deep run (recipe x seed): the recipe and its hash, the published rows it targets, git state, environment,
+    weights, seed, every evaluation, the selection rule next to the selected numbers and what every rule picks, the
+    precision the model trained in, the evaluation protocol and timing."""
 
     schema_version: Literal[1]
     kind: Literal["deep"] = "deep"  # absent in files written before linear results existed
@@ -280,7 +273,9 @@ class LinearSummaryRecord(StrictModel):
 
 
 class LinearResultsFile(TierRecorded):
-    """One linear method on one data set under the Table 2 protocol, one base seed."""
+    """One linear method on one data set under the Table 2 protocol, one base seed: the protocol settings (splits, CV
+    folds, the grid and how it was thinned, the K rule, the solver), the plan and its hash, every split's accuracy,
+    the mean and std over splits, seconds, git state and environment."""
 
     schema_version: Literal[1]
     kind: Literal["linear"]
