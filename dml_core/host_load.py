@@ -1,10 +1,9 @@
 """The host's load while a run trains, so that its train time says whether it had the machine to itself.
 
 The 1-minute load average (runnable and waiting tasks of the whole host, not of one container) is sampled each time
-the trainer adds to the run's train time (at each evaluation, checkpoint and epoch's end), beside the host's CPU
-count. Why: anml's committed mini results say 1,206-2,217 s a run and cannot tell whether the machine was busy; the
-same runs alone on a 2-core machine took 238-253 s. The running state lives in the trainer's timing, so a resumed
-run keeps its earlier samples; the results file gets ``record``'s mean and maximum.
+the trainer adds to the run's train time, beside the host's CPU count; a results file that lacked it could not tell
+a busy machine's time from a slow run's (docs/training.md). The running state lives in the trainer's timing, so a
+resumed run keeps its earlier samples; the results file gets ``record``'s mean and maximum.
 """
 
 from __future__ import annotations

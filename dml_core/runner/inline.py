@@ -1,25 +1,9 @@
-"""The paper runner behind ``dml reproduce KEY`` and the ``reproduce-<key>`` nox sessions.
+"""The paper runner behind ``dml reproduce KEY`` and the ``reproduce-<key>`` nox sessions: every run of a paper,
+trained in this process.
 
-For one paper: expand the runs of ``reproduce/<key>/*.yaml`` (``dml_core.recipes``) under the chosen readings,
-check every run's component parameters and that their datasets and weight files are on this machine (saying how
-to prepare what is missing and which runs it blocks; ``skip_missing``: train the others), print the plan (runs,
-inputs, disk, expected hours: ``plan_report``), train every run x seed (resumable: a run whose results file matches
-the recipe's content hash is skipped, an interrupted one continues from its checkpoint; ``rerun=True`` trains
-finished runs again and replaces each results file once the new one is complete), then build the tables. Each
-run's log line names its device and gives an ETA for the runs left, from the pace of those this invocation trained.
-``tier=Tier.SMOKE`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
-``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
-(the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
-writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
-A study (``fair``: the papers' methods under one protocol, ``dml_core.recipes.study``) runs every run over its
-study's seeds at full scale, its mini data set's runs at the mini tier (seeds 0-2 unless given), and writes its own
-tables (``dml_core.tables.fair``) instead of a paper's.
-
-A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
-same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
-
-``max_steps``: a rehearsal, each full-scale recipe as it is but cut to its first steps, into ``runs/rehearsal/`` and
-``results/rehearsal/`` (never into tables; no linear plans).
+For one paper: expand its runs under the chosen readings and tier, check their inputs before anything trains, print
+the plan, train every run x seed (resumable: finished runs are skipped, interrupted ones continue), run its linear
+plans, then build its tables. The tiers, rehearsals and studies it takes are in docs/tiers.md and docs/commands.md.
 """
 
 from __future__ import annotations
@@ -284,6 +268,11 @@ class PaperRun(RunOptions):
 def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceReport:
     """Preflight, train every planned run in this process (skipping finished ones), run the linear plans,
     then build the tables.
+
+    ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``, seeds 0-2 unless given),
+    and writes ``tables/mini/<key>.md``; a study (``fair``) runs every run over its study's seeds, its mini data set's
+    runs at the mini tier, and writes its own tables; a rehearsal (``max_steps``) cuts each full-scale recipe to its
+    first steps, into ``rehearsal/`` folders, never into tables. The mini tier and rehearsals run no linear plans.
 
     A run that stops on a non-finite loss is recorded in ``failed`` and the others still run; a missing
     dataset or weight file stops everything before any training, listing all that is missing, unless

@@ -1,25 +1,9 @@
 """Fan a paper's runs out as jobs: ``dml reproduce KEY --launcher slurm`` (or ``local``), through submitit.
 
-The plan, the preflight and the skipping of finished runs are ``runner.plan``'s and ``runner.preflight``'s; each
-unfinished recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``). Job pickles and logs go to
-``<runs>/[smoke/]submitit/<key>/<job id>/``. With ``wait`` this process waits for every job, reports each
-outcome (a failed job: its error and log file; the others still run) and builds the tables as the inline
-runner does. Without it, it returns once the jobs are submitted; re-running the same command after they end
-skips the finished runs and builds the tables (``dml tables --paper KEY`` builds them too). Every submission is
-recorded in the job folder (``submissions.json``: run -> launcher and job id), so re-running the command while
-earlier jobs are still queued or running does not submit those runs again (with ``wait``, it waits for them).
-
-Launchers: ``slurm`` (sbatch, through submitit's SlurmExecutor: run it where ``srun`` is, with the repository,
-the runs folder and the results folder on a file system every node sees) and ``local`` (submitit's
-LocalExecutor: every job at once as a subprocess of this machine; it is how the tests exercise the fan-out —
-on one machine ``--launcher inline`` trains the runs one after the other instead).
-
-Time limits and preemption: on Slurm's warning signal submitit calls ``TrainJob.checkpoint``, which resubmits
-the same call (requeue, at most 3 time-outs); ``train(resume=True)`` continues from the run's last checkpoint.
-
-Several GPUs per job (``gpus_per_job=N``): Slurm gives the job N GPUs and N tasks on one node; each task exports
-the torch.distributed variables the trainer reads (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), with
-every GPU of the node visible and LOCAL_RANK choosing one, as under torchrun. Local jobs run one task.
+Each unfinished recipe x seed becomes one job that trains it with ``resume=True`` (``TrainJob``), so a job cut by a
+time limit or preemption continues from its checkpoint, and every submission is recorded (``submissions.json``) so
+that running the command again submits nothing twice. ``local`` runs the jobs as subprocesses of this machine: it is
+how the tests exercise the fan-out. Usage and what a cluster needs: docs/clusters.md.
 """
 
 from __future__ import annotations
@@ -204,9 +188,10 @@ def make_executor(launcher: str, folder: Path, resources: JobResources, job_name
 
 @dataclass(frozen=True)
 class TrainJob(submitit.helpers.Checkpointable):
-    """One job: train ``plan`` of ``paper``. Checkpointable: on a time-out or preemption submitit resubmits this
-    same call, which continues from the run's last checkpoint (``PaperRun.train`` trains with ``resume=True``).
-    A mini run trains on one CPU thread, as the inline runner's workers do, so that its numbers are the page's."""
+    """One job: train ``plan`` of ``paper``. Checkpointable: on a time-out or preemption (Slurm's warning signal)
+    submitit resubmits this same call (requeue, at most 3 time-outs), which continues from the run's last checkpoint
+    (``PaperRun.train`` trains with ``resume=True``). A mini run trains on one CPU thread, as the inline runner's
+    workers do, so that its numbers are the page's."""
 
     paper: PaperRun
     plan: PlannedRun

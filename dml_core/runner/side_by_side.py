@@ -1,14 +1,9 @@
 """Train a paper's CPU runs side by side: one worker process per core, each run on one CPU thread.
 
-The mini tier trains this way. One thread per run makes a run's numbers independent of the machine's core count:
-torch's intra-op threads change the order of floating-point sums, and over a few hundred steps on random weights
-that moves R@1 by a point or more (gpw's baseline, 141 steps: 9.0 on one thread, 9.7 on two). And on these small
-models processes use the cores better than threads do: on a 2-core machine two one-thread runs side by side each
-trained as fast as one alone, while one run on two threads was only 1.33x faster than on one.
-
-Each worker is a fresh (spawned) interpreter, so nothing of this process's torch state leaks into a run; a run
-that fails is reported by the caller, and Ctrl-C stops every worker (the checkpoints they wrote are complete:
-an interrupted run resumes).
+The mini tier trains this way, because one thread per run makes a run's numbers independent of the machine's core
+count (torch's intra-op threads change the order of floating-point sums), and processes use the cores better than
+threads do on these small models (docs/tiers.md). Each worker is a fresh (spawned) interpreter, so nothing of this
+process's torch state leaks into a run; Ctrl-C stops every worker, and an interrupted run resumes.
 """
 
 from __future__ import annotations

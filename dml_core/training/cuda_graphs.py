@@ -1,19 +1,9 @@
 """``training.cuda_graphs``: the model's training forward and backward captured once as CUDA graphs and replayed at
 every step (``torch.cuda.make_graphed_callables``), one launch each instead of one per op.
 
-Why: a paper-scale step at batch 80-120 is bound by the host, not the GPU. On the first H200 run damlrrm's backbone
-bound took 57 ms a step where the profiler saw 21 ms of device work (about 870 aten ops a step for GoogLeNet's
-forward and backward, each launched from Python). A graph replays the same kernels with one launch.
-
-What it keeps: the kernels and their order are eager's, so the numbers are meant to be eager's (the GPU check's
-``graphs`` part compares the two, step by step). The capture runs the model a few times to warm up; those passes
-would move batch-norm running statistics and random-number state, so both are put back as they were. The loss, the
-optimiser and the schedule stay eager (losses with a host sync or a shape that depends on the data are common).
-
-What it needs: CUDA, one process (DDP's gradient hooks are not captured), no ``torch.compile`` beside it (which has
-graphs of its own), and batches of one shape: a batch of another shape (an epoch's short last batch) and every
-call outside training (evaluation, no-grad) runs eagerly. On the CPU the setting does nothing, as
-``channels_last`` does.
+Why: a paper-scale step at batch 80-120 is bound by the host's kernel launches, not by the GPU (docs/gpu.md,
+"Measured on a GPU"). The kernels and their order are eager's, so the numbers are meant to be eager's; the GPU
+check's ``graphs`` part compares the two step by step. On the CPU the setting does nothing, as ``channels_last`` does.
 """
 
 from __future__ import annotations
@@ -98,7 +88,13 @@ def _layout(images: torch.Tensor) -> tuple:
 class GraphedForward:
     """The trainer's forward with ``training.cuda_graphs``: captures at the first training call, then replays for
     every batch of the captured layout; any other call runs ``model`` eagerly (``eager_calls`` counts the training
-    ones). ``capture`` is ``make_graphed_callables`` (a test passes another)."""
+    ones). ``capture`` is ``make_graphed_callables`` (a test passes another).
+
+    Only the model is captured: the loss, the optimiser and the schedule stay eager (losses with a host sync or a
+    shape that depends on the data are common). It needs CUDA, one process (DDP's gradient hooks are not captured)
+    and no ``torch.compile`` beside it (which has graphs of its own); a batch of another shape (an epoch's short last
+    batch) and every call outside training (evaluation, no-grad) run eagerly.
+    """
 
     def __init__(self, model: nn.Module, bf16: bool, capture: Capture = _capture_graphs) -> None:
         self.model, self.bf16, self.capture = model, bf16, capture

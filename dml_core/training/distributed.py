@@ -1,23 +1,9 @@
 """Multi-GPU training with torch.distributed (DDP, launched by torchrun): the recipe's batch is the global batch.
 
-How a step works on W processes (ranks):
-
-* every rank builds the same sampler (same seed), so all agree on the global batch; each takes one slice of
-  every stream of it (``shard_slots``: a PK batch gives each rank whole classes, a ``[neat | shuffled]`` or
-  ``[A | B]`` batch gives each rank a piece of both streams), with the very augmentation seeds a single process
-  would use for those slots;
-* each rank embeds its slice; ``Sharding.gather`` all-gathers the outputs (and labels) and puts them back in
-  recipe order, so the loss sees exactly the single-process batch. The all-gather's backward sums the W ranks'
-  gradients into the owning rank's slice (W x dL/dx_r, since every rank computes the same global loss); DDP then
-  averages parameter gradients over ranks, which gives exactly dL/dtheta of the global loss;
-* loss parameters (proxies) see the same loss on every rank; their gradients are averaged anyway, so float
-  noise cannot let ranks drift apart;
-* BatchNorm in training mode: on CUDA the model's BN layers become SyncBatchNorm, so batch statistics are
-  those of the global batch as on one GPU; SyncBatchNorm does not run on the CPU, so CPU (gloo) runs keep
-  per-rank statistics — recorded in the results file (``distributed.batchnorm_statistics``).
-
-Only rank 0 writes checkpoints and results; evaluation embeds one slice of the test set per rank, gathers the
-embeddings once and computes the metrics on rank 0.
+Every rank builds the same sampler and takes one slice of every stream of the batch (``shard_slots``), with the
+augmentation seeds a single process would use; the outputs are all-gathered back into recipe order, so the loss sees
+exactly the single-process batch and the gradients are exactly those of the global loss. Only rank 0 writes
+checkpoints and results (docs/clusters.md).
 """
 
 from __future__ import annotations
@@ -224,7 +210,8 @@ class Process:
                 dist.broadcast(buffer, src=0)
 
     def average_gradients(self, parameters: Iterable[nn.Parameter]) -> None:
-        """Average the gradients of parameters DDP does not own (the loss's proxies) over the ranks.
+        """Average the gradients of parameters DDP does not own (the loss's proxies) over the ranks: they see the same
+        loss on every rank, but averaging keeps float noise from letting the ranks drift apart.
 
         Every rank computes the same global loss, so which of them have a gradient is the same on every rank."""
         if not self.active:
@@ -256,6 +243,10 @@ class Sharding:
     def gather(self, output, labels: torch.Tensor):
         """The global batch's model output and labels in recipe order (unchanged with one process).
 
+        The all-gather's backward sums the W ranks' gradients into the owning rank's slice (W x dL/dx_r, since every
+        rank computes the same global loss); DDP then averages parameter gradients over ranks, which gives exactly
+        dL/dtheta of the global loss.
+
         ``output`` is a batch-first tensor or a dataclass of batch-first tensors (DRML's ``RelationalOutput``)."""
         if not self.process.active:
             return output, labels
@@ -280,7 +271,9 @@ class Sharding:
 
 def use_global_batchnorm(model: nn.Module, process: Process, device: torch.device) -> str:
     """Make BN statistics those of the global batch where torch can (SyncBatchNorm, multi-GPU CUDA jobs);
-    return how BN batch statistics are computed, for the results file. Call before building the optimiser."""
+    return how BN batch statistics are computed, for the results file (``distributed.batchnorm_statistics``).
+    SyncBatchNorm does not run on the CPU, so CPU (gloo) runs keep per-rank statistics. Call before building the
+    optimiser."""
     if not batchnorm_layers(model):
         return "no batch normalisation"
     if not process.active:

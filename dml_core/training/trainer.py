@@ -1,20 +1,10 @@
 """The training loop: iterations (or epochs) of sampler batches, evaluation every N, atomic checkpoints,
 exact resume, and a results file that says how every number was obtained.
 
-Reproducibility: the model is initialised from the run's seed; batch order is a function of (seed, epoch) and
-each image's augmentation of (seed, epoch, batch, slot) (``seeded_batches``); the RNG states and every
-module's state go into the checkpoint; kernels are deterministic for the run, on CUDA too, unless
-``training.deterministic`` is false (``determinism``). A run killed at any point and resumed with ``resume=True``
-therefore ends with the same weights and metrics as an uninterrupted one (tested on the CPU with SIGKILL).
-
-Several processes (torchrun, or a Slurm job via submitit): detected from the environment (``distributed``);
-the recipe's batch stays the global batch, only rank 0 writes checkpoints and results, and the results file
-records the world size.
-
-Speed (CUDA): bf16 autocast for the model where the ``precision`` reading asks (the loss runs in fp32), channels_last,
-optional torch.compile or CUDA graphs of the model's forward and backward (``training.cuda_graphs``), pinned
-asynchronous copies or the prepared-data path (``data.pipeline: cache``), and no host synchronisation per iteration:
-non-finite losses are noticed on the device and read back every ``training.sync_every``.
+Everything random is a function of the run's seed (the model's start, batch order, each image's augmentation) and
+the RNG states go into the checkpoint, so a run killed at any point and resumed ends with the same weights and
+metrics as an uninterrupted one (docs/training.md). Under torchrun the recipe's batch stays the global batch
+(``distributed``).
 """
 
 from __future__ import annotations
