@@ -30,7 +30,7 @@ from dml_core.errors import InputError
 
 WORKER_START_METHOD = "forkserver"
 # What a worker needs to unpickle the training and test datasets, imported once in the forkserver.
-WORKER_PRELOAD = ["dml_core.data", "dml_core.training.seeded_batches"]
+WORKER_PRELOAD = ["dml_core.data", "dml_core.pipeline.seeded_batches"]
 # A worker turns out 263-277 images/s (tables/benchmarks/pipeline-cpu.json: one thread of a 2-core Xeon, photo-like
 # JPEGs at CUB's sizes, the five papers' main settings), while one GPU eats 1,790 images/s at damlrrm's batch of 120
 # as it runs on an H200 (14.9 it/s model-only) and 3,360 at the 28 it/s it is meant to reach: 8 workers (2,100-2,200

@@ -16,7 +16,7 @@ pipeline that ran, the setting and the reason: ``PipelineChoice.record``):
   decoded image, which the cache (resized images) does not hold, so the cache would train on other pixels (anml's
   runs and cgml's RRC runs; ``data.pipeline: cache`` still runs them that way, hashed as another computation);
 - a current cache is there: ``dml reproduce``'s preflight prepares the missing ones where the disk holds them
-  (``runner.cache_preparation``), a generated set's is built on first use;
+  (``cache_preparation``), a generated set's is built on first use;
 - it takes at most ``DEVICE_MEMORY_SHARE`` of the GPU's memory: the whole cache moves to the device, and the model's
   weights, activations and optimiser state need the rest (a rule of thumb, not measured: SOP's squashed 256 px cache
   is 11.7 GB, a quarter of a 40 GB GPU).
@@ -75,6 +75,11 @@ def wants_cache(data: DataSettings, device_type: str) -> bool:
     CUDA and the cache gives its batches."""
     automatic = data.pipeline == "auto" and device_type == "cuda" and data.cache_gives_pil_batches
     return data.pipeline == "cache" or automatic
+
+
+def requires_cache(data: DataSettings) -> bool:
+    """Whether a run trains from the cache or not at all: it says "cache", so it has no PIL path to fall back to."""
+    return data.pipeline == "cache"
 
 
 def choose_pipeline(

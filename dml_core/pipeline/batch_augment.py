@@ -17,10 +17,10 @@ import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
-from dml_core.data.image_cache import ImageCache
 from dml_core.data.transforms import ToModelInput
 from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
+from dml_core.pipeline.image_cache import ImageCache
 from dml_core.recipes.settings import TransformSettings
 from dml_core.seeding import seeded_cpu_rng
 
