@@ -1,18 +1,13 @@
 """The decoded uint8 caches a paper's runs will train from, prepared before anything trains.
 
-Where a run trains from the cache (``data.pipeline: cache``, or "auto" on CUDA where the cache gives its batches:
-``choice``) and its dataset's cache is missing or stale, the preflight of ``dml reproduce`` prepares
-it, so that a user who types ``nox -s reproduce-<key>`` on a GPU box gets the fast path without a ``dml prepare``
-step of their own. Before building, it says what it will write: the images, the bytes (exact, from the image
-headers and torchvision's resize rule) and the disk's free space; the progress bar gives the time left, and a line
-the time it took. Decoding runs in loader-worker processes, as many as ``data.num_workers: auto`` would start.
-
-When the disk cannot hold a cache and keep ``DISK_HEADROOM`` free (for checkpoints and results): the runs that say
-"auto" train on the PIL path instead (a line says so, and the results file records why); a run that says "cache"
-is refused, naming what it needs and what is free. A generated set's cache (seconds) is left to the run. Under
-torchrun nothing is prepared (each rank runs the preflight; one would build while the others time out waiting in
-their first collective): a run that says "cache" needs its cache prepared first (``missing_inputs`` says so), one
-that says "auto" trains on the PIL path where there is none.
+Where a run trains from the cache (``choice.wants_cache``) and its dataset's cache is missing or stale, the preflight
+of ``dml reproduce`` prepares it, so that ``nox -s reproduce-<key>`` on a GPU box takes the fast path without a
+``dml prepare`` step. It first says what it will write (the images, the exact bytes, the disk's free space), then
+decodes in as many worker processes as ``data.num_workers: auto`` would start. Where the disk cannot hold a cache and
+keep ``DISK_HEADROOM`` free, the runs that say "auto" train on the PIL path (said, and recorded), and a run that says
+"cache" is refused. A generated set's cache is left to the run. Under torchrun nothing is prepared (one rank would
+build while the others time out in their first collective): a run that says "cache" needs its cache prepared first
+(``missing_inputs`` says so), one that says "auto" trains on the PIL path where there is none.
 """
 
 from __future__ import annotations
