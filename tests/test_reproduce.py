@@ -92,7 +92,7 @@ def test_preflight_names_what_is_missing_and_how_to_get_it(tmp_path, monkeypatch
 
 
 def test_the_cache_pipeline_is_an_override_and_the_preflight_asks_for_the_cache_under_torchrun(tmp_path, monkeypatch):
-    # One process prepares it in the preflight (tests/runner/test_cache_preparation.py); the ranks of several do not.
+    # One process prepares it in the preflight (tests/pipeline/test_cache_preparation.py); the ranks of several do not.
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "weights"))
     (tmp_path / "weights").mkdir()

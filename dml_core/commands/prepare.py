@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from dml_core.commands.options import positive_int
-from dml_core.data.image_cache import build_cache
 from dml_core.data.prepare import prepare
 from dml_core.data.registry import DATASETS
 from dml_core.errors import InputError
 from dml_core.linear.uci import UCI_DATASETS, prepare_uci
-from dml_core.training.loaders import loader_workers, worker_context
+from dml_core.pipeline.image_cache import build_cache
+from dml_core.pipeline.loaders import loader_workers, worker_context
 from dml_core.writable import require_writable_folder
 
 UCI_PREFIX = "uci:"

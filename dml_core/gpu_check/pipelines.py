@@ -3,7 +3,7 @@
 Why: ``data.pipeline: auto`` trains from the cache on CUDA, and the content hash counts the two pipelines as one
 computation where their batches are the same (random crops of the resized image:
 ``DataSettings.cache_gives_pil_batches``), so a run finished on either is finished for both. On the CPU that is
-tested (tests/data/test_batch_augment.py); on the GPU the crops, flips and normalisation run in CUDA kernels, so
+tested (tests/pipeline/test_batch_augment.py); on the GPU the crops, flips and normalisation run in CUDA kernels, so
 this part compares them there: the embedded glyph set's cache, augmented on the device for 64 (position, seed)
 keys, against the PIL path (decoding, resizing, cropping, flipping and normalising in this process, as a DataLoader
 worker does) for the same keys. Every step is exact (uint8 gathers and flips) or one correctly rounded fp32
@@ -20,16 +20,16 @@ from pathlib import Path
 import torch
 
 from dml_core.data import ImageDataset, build_transform, load_split
-from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import ensure_generated_cache, load_cache
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.data.sources.embedded import DATASET
 from dml_core.data.transforms import ToModelInput, build_pixel_transform
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB, InputSpec
+from dml_core.pipeline.batch_augment import BatchAugmentation
+from dml_core.pipeline.image_cache import ensure_generated_cache, load_cache
+from dml_core.pipeline.seeded_batches import SeededDataset
 from dml_core.recipes.settings import TransformSettings
-from dml_core.training.seeded_batches import SeededDataset
 
 KEYS = 64  # (position, seed) pairs per configuration: the first images, seeds 1000 + position
 # Random crops of the resized image: the cache path gives the PIL path's batches there (random resized crops differ).

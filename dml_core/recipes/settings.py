@@ -38,7 +38,7 @@ class Target(StrictModel):
 
 class TransformSettings(StrictModel):
     """The preprocessing a recipe names (``data.transforms``), as the data pipeline takes it
-    (``data.transforms.build_transform``, ``data.batch_augment``): the one type of both, so it lives here, where
+    (``data.transforms.build_transform``, ``pipeline.batch_augment``): the one type of both, so it lives here, where
     nothing imports torch.
 
     The defaults enter every content hash (a recipe that leaves a field out is hashed with its default), so they
@@ -74,7 +74,7 @@ class DataSettings(StrictModel):
     validation: ValidationSplitSettings | None = None
     root: Path | None = None  # None: $DML_DATA_ROOT, else ./data
     transforms: TransformSettings = TransformSettings()
-    # DataLoader workers: "auto" fits them to the machine (``training.loaders.loader_workers``; the results file
+    # DataLoader workers: "auto" fits them to the machine (``pipeline.loaders.loader_workers``; the results file
     # records the number); not hashed: the batches are the same whatever the number
     num_workers: NonNegativeInt | Literal["auto"] = "auto"
     # "pil": decode + augment in DataLoader workers (the reference). "cache": the decoded uint8 cache on the device,

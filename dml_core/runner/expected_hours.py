@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from dml_core.data.pipeline_choice import wants_cache
 from dml_core.errors import InputError
 from dml_core.gpu_check.report import device_slug
 from dml_core.output_paths import REPOSITORY_ROOT
+from dml_core.pipeline.choice import wants_cache
 from dml_core.published import PublishedPaper, load_published
 from dml_core.recipes.settings import Recipe
 from dml_core.tables.timing import readable_duration

@@ -21,11 +21,11 @@ from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import rehearsal_root
+from dml_core.pipeline.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner import preflight as checks
-from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
 from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
@@ -167,7 +167,7 @@ class PaperRun(RunOptions):
     def preflight(self, log: Callable[[str], None] = print, *, device: torch.device | None = None) -> Preflight:
         """Plan every recipe x seed and every linear plan, say the plan (``log``; ``device``: where they train
         here, None: jobs), and check what they need before anything trains or is submitted; then prepare the
-        image caches the runs left to train will train from (``cache_preparation``: one process only; ``log``
+        image caches the runs left to train will train from (``pipeline.cache_preparation``: one process only; ``log``
         says what it writes). ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
         are its repetitions).
 

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dml_core.data.image_cache import estimated_cache_bytes
 from dml_core.data.index import index_path
-from dml_core.data.pipeline_choice import readable_bytes
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.runner.cache_preparation import free_disk_bytes
+from dml_core.pipeline.cache_preparation import free_disk_bytes
+from dml_core.pipeline.choice import readable_bytes
+from dml_core.pipeline.image_cache import estimated_cache_bytes
 from dml_core.runner.disk_needs import (
     DATASET_BYTES,
     cache_lower_bound,

@@ -1,7 +1,7 @@
 """What a paper's runs need before anything trains: their component parameters, their datasets and weight files
 on this machine (each missing one with the command that provides it and the runs it blocks: the others can train
 without them, ``--skip-missing``), places they can write. The image caches they train from are prepared after these
-checks pass (``cache_preparation``)."""
+checks pass (``pipeline.cache_preparation``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dml_core.data.image_cache import cache_problem
 from dml_core.data.index import index_path
-from dml_core.data.pipeline_choice import wants_cache
 from dml_core.errors import InputError
 from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
+from dml_core.pipeline.choice import requires_cache, wants_cache
+from dml_core.pipeline.image_cache import cache_problem
 from dml_core.recipes.components import located_problems
 from dml_core.runner.eta import counted
 from dml_core.runner.linear import LinearRun, missing_uci_data
@@ -93,8 +93,8 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
         problem = cache_problem(spec, root, "train", config.resize_mode, config.resize)
         if problem is None:
             inputs.append(RunInput(cache, PRESENT))
-        elif recipe.data.pipeline == "cache" and Process.from_environment().active:
-            # one process prepares it in the preflight (``cache_preparation``), ranks of several do not
+        elif requires_cache(recipe.data) and Process.from_environment().active:
+            # one process prepares it in the preflight (``pipeline.cache_preparation``), ranks of several do not
             inputs.append(RunInput(cache, MISSING, f"{plan.recipe_path}: data.pipeline cache: {problem}"))
         else:
             inputs.append(RunInput(cache, TO_BUILD))

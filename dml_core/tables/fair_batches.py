@@ -2,7 +2,7 @@
 
 A batch sampler's batches are a function of the training labels, its name and parameters, and the seed alone
 (``dml_core.data.samplers``: deterministic for (seed, epoch); ``training.seed`` seeds it), and each image's crop a
-function of (seed, epoch, batch, slot) (``dml_core.training.seeded_batches``). Two runs that record the same
+function of (seed, epoch, batch, slot) (``dml_core.pipeline.seeded_batches``). Two runs that record the same
 sampler, seed and training split therefore drew the same images in the same order with the same crops, whatever
 their losses: their seed is a shared source of variation, which a paired comparison takes out
 (``dml_core.tables.fair_verdicts``). tests/tables/test_fair_batches.py checks this rule against the batches the

@@ -15,13 +15,13 @@ from dml_core.data.registry import get_spec
 from dml_core.evaluation import Evaluation, KMeansConfig, evaluate
 from dml_core.evaluation.per_query import PerQuery
 from dml_core.output_paths import data_root as resolve_data_root
+from dml_core.pipeline.loaders import batch_to_model_input, kept_loader, loader_workers
 from dml_core.query_terms_file import write_query_terms
 from dml_core.recipes.settings import Recipe
 from dml_core.results import select_every_rule
 from dml_core.training import builders
 from dml_core.training.checkpoint import load_checkpoint
 from dml_core.training.distributed import SINGLE_PROCESS, Process
-from dml_core.training.loaders import batch_to_model_input, kept_loader, loader_workers
 
 
 class NonFiniteEmbeddingsError(RuntimeError):
@@ -35,7 +35,7 @@ def kmeans_config(recipe: Recipe) -> KMeansConfig:
 
 class TestSetEmbedder:
     """This process's share of the test set (all of it with one process), embedded for every evaluation of a run
-    through one kept loader (``loaders.kept_loader``): its workers start at the first evaluation and stay until
+    through one kept loader (``pipeline.loaders.kept_loader``): its workers start at the first evaluation and stay until
     ``close``."""
 
     def __init__(

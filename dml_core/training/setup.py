@@ -13,9 +13,9 @@ from torch import nn
 from dml_core.data import ImageDataset
 from dml_core.data.registry import get_spec
 from dml_core.models import EmbeddingModel
+from dml_core.pipeline import build_batch_source
 from dml_core.recipes.settings import Recipe
 from dml_core.training import builders
-from dml_core.training.batches import build_batch_source
 from dml_core.training.distributed import SINGLE_PROCESS, Process, Sharding, use_global_batchnorm
 from dml_core.training.optim import build_optimizer, build_scheduler
 

@@ -26,6 +26,7 @@ from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path
+from dml_core.pipeline.loaders import loading_record
 from dml_core.recipes.settings import Recipe
 from dml_core.results import deep_results_payload, write_results
 from dml_core.tier import Tier
@@ -43,7 +44,6 @@ from dml_core.training.evaluation import (
     evaluate_model,
     recall_ks_within,
 )
-from dml_core.training.loaders import loading_record
 from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step

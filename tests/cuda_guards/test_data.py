@@ -6,10 +6,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torchvision.transforms import v2
 
-from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import ImageCache
 from dml_core.data.samplers import SAMPLERS
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
+from dml_core.pipeline.batch_augment import BatchAugmentation
+from dml_core.pipeline.image_cache import ImageCache
 from dml_core.recipes.settings import TransformSettings
 from tests.cuda_guards.cuda_kernels import CudaGuard
 

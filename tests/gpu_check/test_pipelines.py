@@ -5,11 +5,11 @@ differs in one value fails the part, naming the pipeline and the setting."""
 import pytest
 import torch
 
-from dml_core.data.batch_augment import BatchAugmentation
 from dml_core.data.transforms import ToModelInput
 from dml_core.gpu_check import pipelines
 from dml_core.gpu_check.part import CheckContext, PartFailed
 from dml_core.gpu_check.pipelines import CONFIGURATIONS, KEYS, compare_pipelines, run_pipelines
+from dml_core.pipeline.batch_augment import BatchAugmentation
 
 
 def _context(tmp_path) -> CheckContext:

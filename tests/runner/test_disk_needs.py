@@ -4,8 +4,8 @@ per-dataset table against the registry."""
 
 import pytest
 
-from dml_core.data.image_cache import estimated_cache_bytes
 from dml_core.data.registry import DATASETS, get_spec
+from dml_core.pipeline.image_cache import estimated_cache_bytes
 from dml_core.recipes import load_recipe
 from dml_core.runner.disk_needs import (
     DATASET_BYTES,

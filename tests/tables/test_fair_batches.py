@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
+from dml_core.pipeline.seeded_batches import EpochSlice
 from dml_core.recipes import load_paper, mini_version, smoke_version
 from dml_core.tables.fair_batches import batch_stream
 from dml_core.training.builders import build_sampler
-from dml_core.training.seeded_batches import EpochSlice
 
 FAIR = load_paper("fair")
 CUB = [run for run in FAIR.runs if run.id.endswith("-cub200")]

@@ -10,10 +10,10 @@ import torch
 from dml_core.data.index import SplitIndex
 from dml_core.data.validation_split import held_out_classes
 from dml_core.errors import InputError
+from dml_core.pipeline.batch_source import CachedBatches, LoaderBatches
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results, select
 from dml_core.training import builders, train
-from dml_core.training.batches import CachedBatches, LoaderBatches
 from dml_core.training.setup import build_run
 from tests.training.tiny_runs import recipe_file, tiny_run
 

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from dml_core.data import ImageDataset, build_transform, load_split
-from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import build_cache, load_cache
-from dml_core.data.pipeline_choice import GIB, choose_pipeline, wants_cache
 from dml_core.data.registry import get_spec
 from dml_core.input_spec import IMAGENET_RGB
+from dml_core.pipeline.batch_augment import BatchAugmentation
+from dml_core.pipeline.choice import GIB, choose_pipeline, wants_cache
+from dml_core.pipeline.image_cache import build_cache, load_cache
+from dml_core.pipeline.seeded_batches import SeededDataset
 from dml_core.recipes.settings import DataSettings, TransformSettings
-from dml_core.training.seeded_batches import SeededDataset
 
 RANDOM_CROP = {"train_crop": "random_crop"}
 RANDOM_RESIZED_CROP = {"train_crop": "random_resized_crop"}
@@ -65,7 +65,7 @@ def test_wants_cache_is_what_a_current_cache_would_be_taken_for():
 
 def test_random_resized_crops_from_the_cache_are_not_the_pil_paths(odd_sized_cub):
     # The PIL path cuts them from the full-size decoded image; the cache holds the resized one. Random crops of the
-    # resized image, which "auto" takes the cache for, are equal (tests/data/test_batch_augment.py).
+    # resized image, which "auto" takes the cache for, are equal (tests/pipeline/test_batch_augment.py).
     cub = get_spec("cub200")
     config = TransformSettings(resize_mode="shorter_side", resize=40, crop_size=24, train_crop="random_resized_crop")
     build_cache(cub, odd_sized_cub, "train", "shorter_side", 40, progress=False)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from dml_core.data.batch_augment import BatchAugmentation
-from dml_core.data.image_cache import ImageCache
 from dml_core.input_spec import IMAGENET_RGB
+from dml_core.pipeline.batch_augment import BatchAugmentation
+from dml_core.pipeline.image_cache import ImageCache
 from dml_core.recipes.settings import TransformSettings
 
 
@@ -41,7 +41,7 @@ def test_a_batch_builds_no_tensor_on_the_device_from_a_python_list(monkeypatch, 
 
 
 def test_rows_go_to_a_gpu_pinned_and_asynchronously(monkeypatch):
-    from dml_core.data.batch_augment import host_rows_to_device
+    from dml_core.pipeline.batch_augment import host_rows_to_device
 
     calls = []
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: calls.append("pin") or self)
@@ -52,6 +52,6 @@ def test_rows_go_to_a_gpu_pinned_and_asynchronously(monkeypatch):
 
 
 def test_rows_stay_unpinned_for_the_cpu():
-    from dml_core.data.batch_augment import host_rows_to_device
+    from dml_core.pipeline.batch_augment import host_rows_to_device
 
     assert host_rows_to_device([[1, 2]], torch.device("cpu")).tolist() == [[1, 2]]

@@ -1,18 +1,13 @@
 """The decoded uint8 caches a paper's runs will train from, prepared before anything trains.
 
-Where a run trains from the cache (``data.pipeline: cache``, or "auto" on CUDA where the cache gives its batches:
-``data.pipeline_choice``) and its dataset's cache is missing or stale, the preflight of ``dml reproduce`` prepares
-it, so that a user who types ``nox -s reproduce-<key>`` on a GPU box gets the fast path without a ``dml prepare``
-step of their own. Before building, it says what it will write: the images, the bytes (exact, from the image
-headers and torchvision's resize rule) and the disk's free space; the progress bar gives the time left, and a line
-the time it took. Decoding runs in loader-worker processes, as many as ``data.num_workers: auto`` would start.
-
-When the disk cannot hold a cache and keep ``DISK_HEADROOM`` free (for checkpoints and results): the runs that say
-"auto" train on the PIL path instead (a line says so, and the results file records why); a run that says "cache"
-is refused, naming what it needs and what is free. A generated set's cache (seconds) is left to the run. Under
-torchrun nothing is prepared (each rank runs the preflight; one would build while the others time out waiting in
-their first collective): a run that says "cache" needs its cache prepared first (``missing_inputs`` says so), one
-that says "auto" trains on the PIL path where there is none.
+Where a run trains from the cache (``choice.wants_cache``) and its dataset's cache is missing or stale, the preflight
+of ``dml reproduce`` prepares it, so that ``nox -s reproduce-<key>`` on a GPU box takes the fast path without a
+``dml prepare`` step. It first says what it will write (the images, the exact bytes, the disk's free space), then
+decodes in as many worker processes as ``data.num_workers: auto`` would start. Where the disk cannot hold a cache and
+keep ``DISK_HEADROOM`` free, the runs that say "auto" train on the PIL path (said, and recorded), and a run that says
+"cache" is refused. A generated set's cache is left to the run. Under torchrun nothing is prepared (one rank would
+build while the others time out in their first collective): a run that says "cache" needs its cache prepared first
+(``missing_inputs`` says so), one that says "auto" trains on the PIL path where there is none.
 """
 
 from __future__ import annotations
@@ -22,19 +17,33 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
-from dml_core.data.image_cache import build_cache, cache_dir, cache_problem, estimated_cache_bytes
-from dml_core.data.pipeline_choice import GIB, readable_bytes, wants_cache
 from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.runner.plan import PlannedRun
-from dml_core.training.loaders import loader_workers, worker_context
+from dml_core.pipeline.choice import GIB, readable_bytes, requires_cache, wants_cache
+from dml_core.pipeline.image_cache import build_cache, cache_dir, cache_problem, estimated_cache_bytes
+from dml_core.pipeline.loaders import loader_workers, worker_context
+from dml_core.recipes.settings import Recipe
 
 # Disk left free after a cache is written: room for the runs' checkpoints (40-230 MB each) and results.
 DISK_HEADROOM = GIB
+
+
+class PlannedTraining(Protocol):
+    """What the preparation reads of a planned run (``runner.plan.PlannedRun``: the runner is above this package)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def recipe(self) -> Recipe: ...
+
+    @property
+    def dataset(self) -> DatasetSpec: ...
 
 
 @dataclass
@@ -67,7 +76,9 @@ def device_type(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, device: str | None) -> list[CacheToPrepare]:
+def caches_to_prepare(
+    plans: Sequence[PlannedTraining], data_root: Path | None, device: str | None
+) -> list[CacheToPrepare]:
     """The missing or stale caches of prepared (not generated) datasets that the runs will train from."""
     kind = device_type(device)
     caches: dict[tuple, CacheToPrepare] = {}
@@ -89,7 +100,7 @@ def caches_to_prepare(plans: Sequence[PlannedRun], data_root: Path | None, devic
                 continue
             caches[key] = CacheToPrepare(spec, root, config.resize_mode, config.resize, problem)
         caches[key].runs.append(plan.name)
-        caches[key].required |= recipe.data.pipeline == "cache"
+        caches[key].required |= requires_cache(recipe.data)
     return list(caches.values())
 
 

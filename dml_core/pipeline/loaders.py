@@ -2,17 +2,13 @@
 
 Start method: a forked worker inherits the parent's CUDA objects, and one that frees a CUDA tensor of an earlier run
 (``dml reproduce`` trains many runs in one process) aborts with "CUDA error: initialization error". Workers
-therefore start from the forkserver: a fresh interpreter that never touched CUDA, started once per process, from
-which each worker forks. It preloads the modules the datasets unpickle into: measured on a loaded 2-core CPU, the
-first batch of a fresh 2-worker loader came after 0.4 s (13 s for the process's first loader, which starts the
-forkserver), against 0.7 s by fork, 25-38 s by spawn and 27-31 s from a forkserver without the preload (every
-worker importing torch and the package again).
+therefore start from the forkserver, a fresh interpreter that never touched CUDA, which preloads the modules the
+datasets unpickle into, so that no worker imports torch and the package again (the start times: docs/performance.md).
 
 Lifetime: one loader per run for the training batches and one for the test set, their workers kept between epochs
-and evaluations (``persistent_workers``); ``close`` lets them go at the end of the run.
-
-``data.num_workers: auto`` (the default) is this process's share of the machine's cores less one for the
-training process itself, at most ``MAX_AUTO_WORKERS``; the results file records the number used.
+and evaluations (``persistent_workers``); ``close`` lets them go at the end of the run. ``data.num_workers: auto``
+(the default) is this process's share of the machine's cores less one for the training process itself, at most
+``MAX_AUTO_WORKERS``; the results file records the number used.
 """
 
 from __future__ import annotations
@@ -30,11 +26,8 @@ from dml_core.errors import InputError
 
 WORKER_START_METHOD = "forkserver"
 # What a worker needs to unpickle the training and test datasets, imported once in the forkserver.
-WORKER_PRELOAD = ["dml_core.data", "dml_core.training.seeded_batches"]
-# A worker turns out 263-277 images/s (tables/benchmarks/pipeline-cpu.json: one thread of a 2-core Xeon, photo-like
-# JPEGs at CUB's sizes, the five papers' main settings), while one GPU eats 1,790 images/s at damlrrm's batch of 120
-# as it runs on an H200 (14.9 it/s model-only) and 3,360 at the 28 it/s it is meant to reach: 8 workers (2,100-2,200
-# images/s) cannot feed that, 16 (4,200-4,400) can.
+WORKER_PRELOAD = ["dml_core.data", "dml_core.pipeline.seeded_batches"]
+# Enough PIL-path workers to feed one fast GPU (the per-worker throughput against a GPU's: docs/performance.md).
 MAX_AUTO_WORKERS = 16
 
 

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from dml_core.data.image_cache import cache_dir, cache_problem
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
-from dml_core.runner import cache_preparation
-from dml_core.runner.cache_preparation import caches_to_prepare, prepare_caches
+from dml_core.pipeline import cache_preparation
+from dml_core.pipeline.cache_preparation import caches_to_prepare, prepare_caches
+from dml_core.pipeline.image_cache import cache_dir, cache_problem
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import paper_runs, plan_runs
 from dml_core.runner.preflight import missing_inputs

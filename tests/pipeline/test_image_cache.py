@@ -13,8 +13,12 @@ import torch
 from torchvision.transforms import v2
 
 from dml_core.atomic_io import owner_tag
-from dml_core.data import image_cache, load_image, load_split
-from dml_core.data.image_cache import (
+from dml_core.data import load_image, load_split
+from dml_core.data.registry import get_spec
+from dml_core.data.transforms import resize_step
+from dml_core.errors import InputError
+from dml_core.pipeline import image_cache
+from dml_core.pipeline.image_cache import (
     LOCKS_FOLDER,
     build_cache,
     cache_dir,
@@ -23,11 +27,8 @@ from dml_core.data.image_cache import (
     estimated_cache_bytes,
     load_cache,
 )
-from dml_core.data.registry import get_spec
-from dml_core.data.transforms import resize_step
-from dml_core.errors import InputError
+from dml_core.pipeline.loaders import worker_context
 from dml_core.recipes.settings import TransformSettings
-from dml_core.training.loaders import worker_context
 from tests.test_atomic_io import dead_pid
 
 
@@ -135,7 +136,7 @@ def test_worker_processes_build_the_same_cache(odd_sized_cub):
 
 
 def _first_use_of_the_generated_cache(root: str, barrier, log: str) -> None:
-    """What each rank of a multi-process run does on its first step (``training.batches.pipeline_for_run``), with
+    """What each rank of a multi-process run does on its first step (``batch_source.pipeline_for_run``), with
     every build held open for a second and its span recorded, so that builds at the same time would overlap."""
     build = image_cache.build_cache
 

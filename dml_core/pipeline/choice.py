@@ -1,28 +1,16 @@
 """Which pipeline a run's training batches take: ``data.pipeline`` "pil", "cache", or "auto" (the default) resolved
 for the run's device.
 
-Why "auto" is the default: on the first H100 run the PIL path (JPEG decoding and augmentation in DataLoader workers,
-4 of them on 16 cores) fed the model at 0.21 (cgml, batch 260) to 0.62 of its model-only speed, the cache pipeline
-(decoded uint8 images on the device, crops, flips and normalisation in batch there) at 0.81-0.87. On a CPU the
-model is the bottleneck and the cache would only move the workers' work into the training process, so CPU runs
-keep the PIL path: every CPU run trains exactly as before.
-
-"auto" takes the cache when all of these hold, else the PIL path, and says why (the results file records the
-pipeline that ran, the setting and the reason: ``PipelineChoice.record``):
-
-- the run trains on CUDA;
-- the cache's batches are the PIL path's (``DataSettings.cache_gives_pil_batches``): random crops of the resized
-  image, tested bit for bit. A recipe with random resized crops keeps the PIL path: those are cut from the full-size
-  decoded image, which the cache (resized images) does not hold, so the cache would train on other pixels (anml's
-  runs and cgml's RRC runs; ``data.pipeline: cache`` still runs them that way, hashed as another computation);
-- a current cache is there: ``dml reproduce``'s preflight prepares the missing ones where the disk holds them
-  (``runner.cache_preparation``), a generated set's is built on first use;
-- it takes at most ``DEVICE_MEMORY_SHARE`` of the GPU's memory: the whole cache moves to the device, and the model's
-  weights, activations and optimiser state need the rest (a rule of thumb, not measured: SOP's squashed 256 px cache
-  is 11.7 GB, a quarter of a 40 GB GPU).
-
-Where "auto" may choose, both pipelines give the same batches, so the choice stays out of the run's content hash
-(``Recipe.computation``): a run finished on either pipeline is finished for both.
+"auto" takes the cache where it is faster and gives the PIL path's batches, else the PIL path, and says why (the
+results file records the pipeline that ran, the setting and the reason: ``PipelineChoice.record``). It takes the
+cache when the run trains on CUDA (on a CPU the model is the bottleneck: CPU runs keep the PIL path), when the cache's
+batches are the PIL path's (``DataSettings.cache_gives_pil_batches``: random crops of the resized image; random
+resized crops are cut from the full-size image, which the cache does not hold, and ``data.pipeline: cache`` runs
+them as another computation), when a current cache is there (``cache_preparation``; a generated set's is built on
+first use) and when it takes at most ``DEVICE_MEMORY_SHARE`` of the GPU's memory (the model needs the rest). Where
+"auto" may choose, both pipelines give the same batches, so the choice stays out of the run's content hash
+(``Recipe.computation``): a run finished on either pipeline is finished for both. The speeds behind the default:
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -75,6 +63,11 @@ def wants_cache(data: DataSettings, device_type: str) -> bool:
     CUDA and the cache gives its batches."""
     automatic = data.pipeline == "auto" and device_type == "cuda" and data.cache_gives_pil_batches
     return data.pipeline == "cache" or automatic
+
+
+def requires_cache(data: DataSettings) -> bool:
+    """Whether a run trains from the cache or not at all: it says "cache", so it has no PIL path to fall back to."""
+    return data.pipeline == "cache"
 
 
 def choose_pipeline(

@@ -3,7 +3,7 @@
 import torch
 
 from dml_core.data import PKSampler
-from dml_core.training.seeded_batches import EpochSlice, SeededDataset, augmentation_seeds
+from dml_core.pipeline.seeded_batches import EpochSlice, SeededDataset, augmentation_seeds
 
 
 def _sampler():

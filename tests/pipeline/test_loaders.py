@@ -88,7 +88,7 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
 
 
 def test_the_default_number_of_workers_fits_the_cores_shared_by_the_processes_of_the_machine(monkeypatch):
-    from dml_core.training import loaders
+    from dml_core.pipeline import loaders
 
     monkeypatch.setattr(loaders, "available_cores", lambda: 16)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
@@ -116,7 +116,7 @@ def test_recipes_default_to_auto_and_the_number_of_workers_leaves_the_content_ha
 
 
 def test_a_kept_loader_without_workers_is_a_plain_one_and_pins_only_for_a_gpu():
-    from dml_core.training import loaders
+    from dml_core.pipeline import loaders
 
     dataset = torch.utils.data.TensorDataset(torch.arange(4))
     plain = loaders.kept_loader(dataset, num_workers=0, device=torch.device("cpu"), batch_size=2)

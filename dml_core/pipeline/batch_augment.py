@@ -17,10 +17,10 @@ import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
-from dml_core.data.image_cache import ImageCache
 from dml_core.data.transforms import ToModelInput
 from dml_core.errors import InputError
 from dml_core.input_spec import InputSpec
+from dml_core.pipeline.image_cache import ImageCache
 from dml_core.recipes.settings import TransformSettings
 from dml_core.seeding import seeded_cpu_rng
 
@@ -30,8 +30,7 @@ DRAW_FIELDS = ("position", "top", "left", "height", "width", "flip")
 class CropDraws(Dataset):
     """Each image's crop box and flip, drawn from torch's global generator (``SeededDataset`` seeds it per sample):
     item ``position`` -> int64 ``DRAW_FIELDS``. A dataset of its own so that a DataLoader worker can draw the next
-    batches while the training process trains (measured on the CPU for a batch of 120: 8 ms of Python for the draws
-    alone, 18-20 ms of the training process's time with its sampler; 3 ms left to it with the draws in a worker)."""
+    batches while the training process trains (the time that saves it: docs/performance.md)."""
 
     def __init__(self, heights: list[int], widths: list[int], sampler, hflip: bool) -> None:
         self.heights, self.widths, self.sampler, self.hflip = heights, widths, sampler, hflip

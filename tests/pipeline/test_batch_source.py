@@ -6,16 +6,16 @@ import pytest
 import torch
 
 from dml_core.data import ImageDataset, build_transform
-from dml_core.data.image_cache import build_cache
-from dml_core.data.pipeline_choice import GIB
 from dml_core.data.registry import DATASETS, get_spec
 from dml_core.errors import InputError
+from dml_core.pipeline.batch_source import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
+from dml_core.pipeline.choice import GIB
+from dml_core.pipeline.image_cache import build_cache
+from dml_core.pipeline.seeded_batches import EpochSlice, SeededDataset
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import builders, train
-from dml_core.training.batches import CachedBatches, LoaderBatches, build_batch_source, pipeline_for_run
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
-from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run

@@ -1,8 +1,8 @@
 """Where training batches come from: the PIL/DataLoader path (the reference, and the CPU path) or the
 prepared-data path (decoded uint8 cache on the device, augmentation in batch there), as ``data.pipeline`` says or
-"auto" chooses (``data.pipeline_choice``). For random crops both yield the same batches for the same (seed, epoch,
-batch) — see ``data.batch_augment``. ``slots``: this process's share of every batch in multi-process training
-(``distributed.shard_slots``); None: the whole batch."""
+"auto" chooses (``choice``). For random crops both yield the same batches for the same (seed, epoch, batch) — see
+``batch_augment``. ``slots``: this process's share of every batch in multi-process training
+(``training.distributed.shard_slots``); None: the whole batch."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dml_core.data.batch_augment import DRAW_FIELDS, BatchAugmentation, host_rows_to_device
-from dml_core.data.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
-from dml_core.data.pipeline_choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
 from dml_core.data.registry import DatasetSpec
 from dml_core.data.transforms import ToModelInput
 from dml_core.data.validation_split import training_positions
+from dml_core.pipeline.batch_augment import DRAW_FIELDS, BatchAugmentation, host_rows_to_device
+from dml_core.pipeline.choice import AS_THE_RECIPE_SAYS, PipelineChoice, choose_pipeline, wants_cache
+from dml_core.pipeline.image_cache import ImageCache, cache_problem, ensure_generated_cache, load_cache
+from dml_core.pipeline.loaders import batch_to_model_input, kept_loader, loader_workers
+from dml_core.pipeline.seeded_batches import EpochSlice, SeededDataset
 from dml_core.recipes.settings import Recipe
-from dml_core.training.loaders import batch_to_model_input, kept_loader, loader_workers
-from dml_core.training.seeded_batches import EpochSlice, SeededDataset
 
 # Drawing ~100 crop boxes takes a worker a few milliseconds a batch: one keeps ahead of any step.
 DRAW_WORKERS = 1
@@ -142,7 +142,7 @@ def _cache_rows(cache: ImageCache, positions: np.ndarray) -> ImageCache:
 def pipeline_for_run(
     recipe: Recipe, dataset: DatasetSpec, root: Path, device_type: str, device_bytes: int | None
 ) -> tuple[PipelineChoice, ImageCache | None]:
-    """The run's pipeline (``data.pipeline_choice``) and, where it would take the cache and a current one of
+    """The run's pipeline (``choice``) and, where it would take the cache and a current one of
     ``dataset`` is there, the cache (memory-mapped, on the host). A generated set's cache is built first."""
     settings = recipe.data
     if not wants_cache(settings, device_type):
