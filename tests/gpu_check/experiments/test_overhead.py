@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from dml_core.gpu_check import overhead
 from dml_core.gpu_check import part as part_module
-from dml_core.gpu_check.overhead import bound_recipe, measure_variants
+from dml_core.gpu_check.experiments import overhead
+from dml_core.gpu_check.experiments.overhead import bound_recipe, measure_variants
 from dml_core.gpu_check.part import CheckContext, PartStopped
 from dml_core.recipes import smoke_version
 

@@ -30,7 +30,7 @@ from math import inf
 
 import torch
 
-from dml_core.gpu_check.overhead import OneBatchRun, bound_recipe
+from dml_core.gpu_check.experiments.overhead import OneBatchRun, bound_recipe
 from dml_core.gpu_check.parity import one_step, relative_difference
 from dml_core.gpu_check.part import CheckContext, Outcome
 from dml_core.losses import LOSSES

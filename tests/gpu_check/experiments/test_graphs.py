@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from dml_core.gpu_check import graphs
 from dml_core.gpu_check import part as part_module
-from dml_core.gpu_check.graphs import run_graphs
+from dml_core.gpu_check.experiments import graphs
+from dml_core.gpu_check.experiments.graphs import run_graphs
 from dml_core.gpu_check.part import CheckContext, PartFailed, PartStopped
 from dml_core.training.cuda_graphs import GraphedForward
-from tests.gpu_check.small_recipes import narrow_smoke_recipe
+from tests.gpu_check.experiments.small_recipes import narrow_smoke_recipe
 
 RUNS = ("damlrrm/ours-cub200", "drml/drml-pa-cub200")  # a tensor output, a dataclass output
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from dml_core.gpu_check.overhead import OneBatchRun, bound_recipe, iterations_per_second
+from dml_core.gpu_check.experiments.overhead import OneBatchRun, bound_recipe, iterations_per_second
 from dml_core.gpu_check.parity import relative_difference
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.recipes.catalog import MAIN_RECIPES

@@ -1,7 +1,7 @@
 """Paper-scale recipes shrunk for the CPU: the parts that build each paper's main recipe (graphs, precision) run them
 at the smoke tier's size with a network an eighth as wide."""
 
-from dml_core.gpu_check.overhead import bound_recipe
+from dml_core.gpu_check.experiments.overhead import bound_recipe
 from dml_core.recipes import smoke_version
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from dml_core.gpu_check import part as part_module
-from dml_core.gpu_check import precision
+from dml_core.gpu_check.experiments import precision
 from dml_core.gpu_check.parity import one_step
 from dml_core.gpu_check.part import CheckContext, PartStopped
 from dml_core.training import step
 from tests.benchmarks.precision_cpu import cpu_autocast_for_cuda
-from tests.gpu_check.small_recipes import narrow_smoke_recipe
+from tests.gpu_check.experiments.small_recipes import narrow_smoke_recipe
 
 CPU = torch.device("cpu")
 

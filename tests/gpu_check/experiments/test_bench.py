@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from dml_core.gpu_check import bench
+from dml_core.gpu_check.experiments import bench
 from dml_core.gpu_check.part import CheckContext, PartFailed, PartStopped
 
 
