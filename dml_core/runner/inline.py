@@ -10,10 +10,10 @@ run's log line names its device and gives an ETA for the runs left, from the pac
 ``tier=Tier.SMOKE`` runs each recipe's smoke version (embedded dataset, random init, no weights needed).
 ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``) in each recipe's mini version
 (the larger embedded set, a narrowed backbone, seeds 0-2 unless given), evaluated before and after training, and
-writes ``tables/mini/<key>.md`` (``dml_core.tables.mini``); no linear plans.
+writes ``tables/mini/<key>.md`` (``dml_core.tables.pages.mini``); no linear plans.
 A study (``fair``: the papers' methods under one protocol, ``dml_core.recipes.study``) runs every run over its
 study's seeds at full scale, its mini data set's runs at the mini tier (seeds 0-2 unless given), and writes its own
-tables (``dml_core.tables.fair``) instead of a paper's.
+tables (``dml_core.tables.fair.build``) instead of a paper's.
 
 A paper's linear plans (``reproduce/<key>/linear/*.yaml``, anml Table 2) run after its deep recipes, into the
 same results folder (``dml_core.runner.linear``); their smoke versions take seconds on the CPU.
@@ -48,10 +48,12 @@ from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs
 from dml_core.runner.plan_report import PlanSetting, plan_lines
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
-from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
-from dml_core.tables.fair import write_fair_tables
-from dml_core.tables.mini import MiniPage, build_mini_page
-from dml_core.tables.timing import readable_duration
+from dml_core.tables.fair.build import write_fair_tables
+from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
+from dml_core.tables.pages.build import PaperTables, build_paper_tables
+from dml_core.tables.pages.index import write_index
+from dml_core.tables.pages.mini import MiniPage, build_mini_page
+from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
 from dml_core.training.device_choice import check_run_device, describe_device
