@@ -34,7 +34,7 @@ from dml_core.runner.jobs import (
     parse_slurm_params,
     read_submissions,
 )
-from dml_core.tables.long_form import read_long_form
+from dml_core.tables.gate.long_form import read_long_form
 from dml_core.tier import Tier
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 

@@ -1,7 +1,7 @@
 """The nightly: named by date and code, refused under its name when the code changed, and (slow) three smoke
 nightlies of a tiny anml (one deep recipe, the Iris LANML+ linear plan): the second re-runs everything and
 reproduces the first's numbers exactly, and a sign error planted in the LANML loss before the third makes it fail
-against the second (recorded as failed: never a baseline, tests/tables/test_history.py)."""
+against the second (recorded as failed: never a baseline, tests/tables/nightly/test_history.py)."""
 
 import copy
 import datetime as dt
@@ -12,8 +12,8 @@ import yaml
 from dml_core.cli import main
 from dml_core.errors import InputError
 from dml_core.runner.nightly import Nightly, run_nightly, start_manifest
-from dml_core.tables.history import history_path, read_history
-from dml_core.tables.trends import trend_path
+from dml_core.tables.nightly.history import history_path, read_history
+from dml_core.tables.nightly.trends import trend_path
 from tests.tables.synthetic import RECIPE, TINY_SMOKE
 
 CLEAN = {"commit": "0123456789abcdef", "dirty": False, "diff": None}
@@ -121,7 +121,7 @@ def test_two_nightlies_rerun_and_compare_and_a_planted_loss_regression_fails_the
 
 def test_a_results_file_the_tables_refuse_fails_the_nightly(tmp_path, monkeypatch, capsys):
     from dml_core.runner import nightly
-    from dml_core.tables.join import Refusal
+    from dml_core.tables.gate.join import Refusal
 
     _tiny_anml(tmp_path)
     (tmp_path / "reproduce" / "anml" / "danml.yaml").unlink()  # the Iris plan alone: seconds

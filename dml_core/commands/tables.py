@@ -1,6 +1,6 @@
 """``dml tables``: build ``tables/<key>.md`` (and its long form ``<key>.csv``) from the results files, and the
 index ``tables/README.md``; ``--check`` is the nightly gate, read from the long forms. ``dml tables fair [--mini]``
-builds the fair comparison's table instead (``dml_core.tables.fair``)."""
+builds the fair comparison's table instead (``dml_core.tables.fair.build``)."""
 
 from __future__ import annotations
 
@@ -68,8 +68,10 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: the table builder loads pandas and matplotlib; `dml tables --help` stays light.
-    from dml_core.tables import build_paper_tables, check_long_forms, load_tolerances, write_index
-    from dml_core.tables.check import gate_lines
+    from dml_core.tables.gate.check import check_long_forms, gate_lines
+    from dml_core.tables.gate.tolerances import load_tolerances
+    from dml_core.tables.pages.build import build_paper_tables
+    from dml_core.tables.pages.index import write_index
 
     tables = args.tables or tables_root()
     require_writable_folder(tables, "--tables")
@@ -111,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_fair(args: argparse.Namespace, tables: Path) -> int:
     # the builders pull pandas and matplotlib in: only when the fair page is built, as the papers' builder does
-    from dml_core.tables import load_tolerances, write_index
-    from dml_core.tables.fair import write_fair_tables
+    from dml_core.tables.fair.build import write_fair_tables
+    from dml_core.tables.gate.tolerances import load_tolerances
+    from dml_core.tables.pages.index import write_index
 
     if args.check:
         raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from dml_core.gpu_check.children import PYTHON, run_child
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
-from dml_core.tables.mini import MiniRow, mini_results, summarize_runs
+from dml_core.tables.pages.mini import MiniRow, mini_results, summarize_runs
 
 PAPER = "cgml"
 MIN_GAIN = 5.0

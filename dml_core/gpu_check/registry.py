@@ -4,15 +4,15 @@ know first). On an H200 (2026-11-26): parity 1 s, pipelines 7 s, evaluation 15 s
 
 from __future__ import annotations
 
-from dml_core.gpu_check.bench import run_bench
 from dml_core.gpu_check.evaluation import run_evaluation
-from dml_core.gpu_check.graphs import run_graphs
+from dml_core.gpu_check.experiments.bench import run_bench
+from dml_core.gpu_check.experiments.graphs import run_graphs
+from dml_core.gpu_check.experiments.overhead import run_overhead
+from dml_core.gpu_check.experiments.precision import run_precision
 from dml_core.gpu_check.mini import run_mini
-from dml_core.gpu_check.overhead import run_overhead
 from dml_core.gpu_check.parity import run_parity
 from dml_core.gpu_check.part import Part
 from dml_core.gpu_check.pipelines import run_pipelines
-from dml_core.gpu_check.precision import run_precision
 from dml_core.gpu_check.resume import run_resume
 from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun

@@ -17,7 +17,7 @@ from dml_core.output_paths import REPOSITORY_ROOT
 from dml_core.pipeline.choice import wants_cache
 from dml_core.published import PublishedPaper, load_published
 from dml_core.recipes.settings import Recipe
-from dml_core.tables.timing import readable_duration
+from dml_core.tables.pages.timing import readable_duration
 
 BENCHMARKS_DIR = REPOSITORY_ROOT / "tables" / "benchmarks"
 

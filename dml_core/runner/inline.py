@@ -32,10 +32,12 @@ from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs
 from dml_core.runner.plan_report import PlanSetting, plan_lines
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
-from dml_core.tables import PaperTables, Tolerances, build_paper_tables, load_tolerances, write_index
-from dml_core.tables.fair import write_fair_tables
-from dml_core.tables.mini import MiniPage, build_mini_page
-from dml_core.tables.timing import readable_duration
+from dml_core.tables.fair.build import write_fair_tables
+from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
+from dml_core.tables.pages.build import PaperTables, build_paper_tables
+from dml_core.tables.pages.index import write_index
+from dml_core.tables.pages.mini import MiniPage, build_mini_page
+from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training import NonFiniteError, train
 from dml_core.training.device_choice import check_run_device, describe_device

@@ -7,8 +7,8 @@ changes). Its results, run folders and tables go to ``<results>/nightly/<name>/`
 finished is skipped: the key of a finished run is its recipe *and* the code. Started again under the same name (an
 interrupted nightly), it resumes: finished runs are skipped, interrupted ones continue. ``nightly.json`` in its
 results folder records the code and environment it started under; another start under that name with other code
-is refused. The gate is ``dml_core.tables.check``'s (waived cells listed apart), the baseline the latest passing
-nightly of the same tier in ``dml_core.tables.history``, whose trend figures are redrawn at the end.
+is refused. The gate is ``dml_core.tables.gate.check``'s (waived cells listed apart), the baseline the latest passing
+nightly of the same tier in ``dml_core.tables.nightly.history``, whose trend figures are redrawn at the end.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
 from dml_core.runner.inline import PaperRun, reproduce
 from dml_core.runner.run_options import RunOptions
-from dml_core.tables.check import Failure, Waived, check_long_forms, gate_lines
-from dml_core.tables.history import (
+from dml_core.tables.gate.check import Failure, Waived, check_long_forms, gate_lines
+from dml_core.tables.nightly.history import (
     Baseline,
     NightlyRecord,
     history_path,
@@ -33,7 +33,7 @@ from dml_core.tables.history import (
     read_history,
     record_nightly,
 )
-from dml_core.tables.trends import draw_trends
+from dml_core.tables.nightly.trends import draw_trends
 from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 

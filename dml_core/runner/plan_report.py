@@ -27,7 +27,7 @@ from dml_core.runner.expected_hours import Expected, expected_hours
 from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.plan import PlannedRun
 from dml_core.runner.preflight import MISSING, TO_BUILD, run_inputs
-from dml_core.tables.timing import readable_duration
+from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import keeps_finished_checkpoint
 

@@ -43,7 +43,7 @@ import torch
 
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
-from dml_core.gpu_check.overhead import iterations_per_second, mean_of_outputs
+from dml_core.gpu_check.experiments.overhead import iterations_per_second, mean_of_outputs
 from dml_core.training.cuda_graphs import training_forward
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run

@@ -25,7 +25,7 @@ import torch
 
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
-from dml_core.gpu_check import precision
+from dml_core.gpu_check.experiments import precision
 from dml_core.gpu_check.part import CheckContext
 from dml_core.recipes import load_recipe, mini_version
 from dml_core.training import step

@@ -7,7 +7,7 @@ import json
 
 from dml_core.training import step
 from tests.benchmarks import precision_cpu
-from tests.gpu_check.small_recipes import narrow_smoke_recipe
+from tests.gpu_check.experiments.small_recipes import narrow_smoke_recipe
 
 
 def test_the_stand_in_runs_bf16_and_writes_its_report(tmp_path, copy_glyph_sets, monkeypatch):

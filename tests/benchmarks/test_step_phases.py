@@ -9,7 +9,7 @@ from torch import nn
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-from dml_core.gpu_check.overhead import mean_of_outputs
+from dml_core.gpu_check.experiments.overhead import mean_of_outputs
 from dml_core.recipes.settings import TrainingSettings
 from dml_core.training.step import train_step
 from tests.benchmarks.step_phases import PHASES, RANGE_PREFIX, StepPhases, profiled_ms_per_step

@@ -70,7 +70,7 @@ def test_a_bad_tolerances_file_is_a_one_line_error(tmp_path, capsys):
 
 def test_tables_fair_mini_writes_the_fair_page_and_mini_alone_is_refused(tmp_path, capsys):
     from dml_core.tier import Tier
-    from tests.tables.fair_synthetic import fair_payload, write_fair_result
+    from tests.tables.fair.synthetic import fair_payload, write_fair_result
 
     for seed, r1 in enumerate([40.0, 42.0]):
         write_fair_result(tmp_path / "results", fair_payload("npair", "cub200", seed, r1, tier=Tier.MINI))

@@ -3,7 +3,7 @@
 import math
 
 from dml_core.gpu_check.mini import MIN_GAIN, weak_runs
-from dml_core.tables.mini import MiniRow
+from dml_core.tables.pages.mini import MiniRow
 
 
 def _row(name, untrained, trained):

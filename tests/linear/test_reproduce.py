@@ -13,7 +13,7 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
 from dml_core.runner.linear import execute_linear_run, is_linear_finished, plan_linear_runs
 from dml_core.runner.preflight import missing_linear_inputs
-from dml_core.tables.long_form import read_long_form
+from dml_core.tables.gate.long_form import read_long_form
 from dml_core.tier import Tier
 
 ROWS = [f"{m}-uci-{d}" for d in ("iris", "wine") for m in ("nca", "pnca", "lanml-plus", "lanml-minus")]

@@ -1,0 +1,155 @@
+"""The ``precision`` part: what the ``precision`` reading's other value (bf16 autocast of the model on CUDA; the
+default is fp32) does to a training step, beside what the step's own noise does.
+
+For every registered loss, on the GPU, from the parity part's model, weights and batch (``parity.one_step``): the
+whole step's update under bf16 autocast against the fp32 step's, ``||U_bf16 - U_fp32|| / ||U_fp32||`` (every
+parameter tensor together), and, as the scale it is read against, the fp32 step on another batch of the same
+classes (the same class means, other draws around them), ``||U_batch - U_fp32|| / ||U_fp32||``. Their ratio is the
+figure: bf16's perturbation of a step as a fraction of the perturbation that drawing another batch makes anyway
+(SGD's own noise). Reported, never a failure: it is evidence for the reading's default (``reproduce/readings.yaml``:
+fp32 until bf16 is shown harmless), not a correctness check; a loss whose ratio is near 1 or above would make bf16 a
+visible change of the method's steps.
+
+The same figure for each paper's main recipe (``recipes``: paper scale on the generated glyphs, random weights, the
+recipe's backbone, loss, optimiser and determinism, as the ``graphs`` part builds them): ``RECIPE_STEPS`` steps from
+one start on the run's first batch in fp32, again under bf16, and on its second batch in fp32; the update is the
+trainable parameters' change over the steps. There the backbone's convolutions run in bf16 too, which the MLP cannot
+show. A second scale sits beside another batch's: the fp32 steps on the first batch nudged by ``NUDGE`` (relative, a
+few fp32 roundings), since a step whose loss makes discrete choices (a tree, mined pairs) or whose optimiser
+normalises tiny gradients (Adam's first steps) can move far under any rounding; bf16 is a change of the method's
+steps only where it moves them well beyond that. The check's time limit stops it between recipes, with the figures of
+those done.
+
+What it cannot say: a few steps say nothing of how the difference accumulates over a run, which only a run under
+both values can (the reading's why); the weights are random, not ImageNet's.
+"""
+
+from __future__ import annotations
+
+from math import inf
+
+import torch
+
+from dml_core.gpu_check.experiments.overhead import OneBatchRun, bound_recipe
+from dml_core.gpu_check.parity import one_step, relative_difference
+from dml_core.gpu_check.part import CheckContext, Outcome
+from dml_core.losses import LOSSES
+from dml_core.recipes.catalog import MAIN_RECIPES
+from dml_core.training.determinism import run_determinism
+
+OTHER_BATCH = 2  # parity_batch's noise seed of the second batch
+RUNS = tuple(f"{paper}/{run}" for paper, run in MAIN_RECIPES.items())
+RECIPE_STEPS = 3
+NUDGE = 1e-6  # the recipes' nudge of the images, relative: about 8 fp32 roundings
+
+
+def whole_update_difference(reference: dict[str, torch.Tensor], other: dict[str, torch.Tensor]) -> float:
+    """``||other - reference|| / ||reference||`` over every tensor together (parity's ``relative_difference`` of the
+    whole step's updates).
+
+    >>> whole_update_difference({"a": torch.tensor([3.0]), "b": torch.tensor([4.0])},
+    ...                         {"a": torch.tensor([3.0]), "b": torch.tensor([4.5])})
+    0.1
+    """
+    names = sorted(reference)
+    return relative_difference(
+        torch.cat([other[name].flatten() for name in names]), torch.cat([reference[name].flatten() for name in names])
+    )
+
+
+def perturbations(fp32: dict, bf16: dict, other_batch: dict) -> dict:
+    """bf16's and another batch's perturbation of the fp32 update, and their ratio.
+
+    >>> perturbations({"w": torch.tensor([1.0])}, {"w": torch.tensor([1.25])}, {"w": torch.tensor([0.5])})
+    {'bf16_rel': 0.25, 'other_batch_rel': 0.5, 'ratio': 0.5}
+    """
+    bf16_rel, batch_rel = whole_update_difference(fp32, bf16), whole_update_difference(fp32, other_batch)
+    return {"bf16_rel": bf16_rel, "other_batch_rel": batch_rel, "ratio": bf16_rel / batch_rel if batch_rel else inf}
+
+
+def precision_figures(loss_name: str, device: torch.device) -> dict:
+    """One loss's bf16 and other-batch perturbations of the fp32 step, and their ratio."""
+    fp32 = one_step(loss_name, device).updates()
+    return perturbations(
+        fp32,
+        one_step(loss_name, device, bf16=True).updates(),
+        one_step(loss_name, device, noise_seed=OTHER_BATCH).updates(),
+    )
+
+
+def _trainable(run: OneBatchRun) -> dict[str, torch.Tensor]:
+    """The model's and the loss's trainable parameters, copied in float64 on the host."""
+    named = [("model", run.parts.model), ("loss", run.parts.loss)]
+    return {
+        f"{owner}.{name}": value.detach().double().cpu()
+        for owner, module in named
+        for name, value in module.named_parameters()
+        if value.requires_grad
+    }
+
+
+def _update_over_steps(run: OneBatchRun, settings, batch: tuple | None = None) -> dict[str, torch.Tensor]:
+    """The trainable parameters' change over ``RECIPE_STEPS`` steps from the run's start (on ``batch``, images and
+    labels, or the run's first batch)."""
+    run.restart()
+    before = _trainable(run)
+    for _ in range(RECIPE_STEPS):
+        run.step(run.parts.model, run.parts.loss, settings, *(batch or ()))
+    after = _trainable(run)
+    return {name: after[name] - before[name] for name in before}
+
+
+def recipe_precision_figures(recipe, context: CheckContext) -> dict:
+    """A main recipe's bf16, nudge and other-batch perturbations of its fp32 update over ``RECIPE_STEPS`` steps."""
+    fp32_settings = recipe.training.model_copy(update={"bf16": False})
+    bf16_settings = recipe.training.model_copy(update={"bf16": True})
+    with run_determinism(context.device, recipe.training.deterministic):
+        run = OneBatchRun.build(recipe, context, spare_batch=True)
+        fp32 = _update_over_steps(run, fp32_settings)
+        bf16 = _update_over_steps(run, bf16_settings)
+        nudged = _update_over_steps(run, fp32_settings, (run.images * (1 + NUDGE), run.labels))
+        other_batch = _update_over_steps(run, fp32_settings, run.spare)
+    figures = perturbations(fp32, bf16, other_batch)
+    nudge_rel = whole_update_difference(fp32, nudged)
+    return {
+        "batch": len(run.images),
+        "steps": RECIPE_STEPS,
+        **figures,
+        "nudge_rel": nudge_rel,
+        "ratio_to_nudge": figures["bf16_rel"] / nudge_rel if nudge_rel else inf,
+    }
+
+
+def run_precision(context: CheckContext, runs=RUNS, recipe_of=bound_recipe) -> Outcome:
+    """Every registered loss on the MLP, then every recipe of ``runs`` (``recipe_of`` makes each run's recipe)."""
+    losses = {name: precision_figures(name, context.device) for name in sorted(LOSSES)}
+    recipes: dict[str, dict] = {}
+    figures = {"losses": losses, "recipes": recipes}
+    for run in runs:
+        context.stop_if_out_of_time(f"{len(losses)} losses and {len(recipes)} of {len(runs)} recipes", figures)
+        try:
+            recipes[run] = recipe_precision_figures(recipe_of(run), context)
+        except Exception as error:  # reported, never a failure: the other recipes and the losses' figures stand
+            recipes[run] = {"error": f"{type(error).__name__}: {error}"}
+        context.log(f"precision {run}: {recipes[run]}")
+    measured = {run: figure for run, figure in recipes.items() if "error" not in figure}
+    nudges = [figure["ratio_to_nudge"] for figure in measured.values()]
+    beyond_nudge = f" and {min(nudges):.0f}-{max(nudges):.0f}x a nudge's" if nudges else ""
+    failed = f"; {len(recipes) - len(measured)} could not run" if len(measured) < len(recipes) else ""
+    return Outcome(f"{_summary(losses, 'losses')}; {_summary(measured, 'recipes')}{beyond_nudge}{failed}", figures)
+
+
+def _summary(figures: dict[str, dict], what: str) -> str:
+    """The median and largest ratio of ``figures``.
+
+    >>> print(_summary({"a": {"ratio": 0.01}, "b": {"ratio": 0.03}, "c": {"ratio": 0.02}}, "losses"))
+    3 losses: bf16 moves an update by 2.0e-02 of another batch's move (median), at most 3.0e-02 (b)
+    """
+    if not figures:
+        return f"0 {what}"
+    worst = max(figures, key=lambda name: figures[name]["ratio"])
+    median = float(torch.tensor([figure["ratio"] for figure in figures.values()]).median())
+    return (
+        f"{len(figures)} {what}: bf16 moves an update by {median:.1e} of another batch's move (median), "
+        f"at most {figures[worst]['ratio']:.1e} ({worst})"
+    )

@@ -1,0 +1,134 @@
+"""What each paper claims over a classic baseline in its own table, for the fair table to show beside its verdict:
+``papers/fair/claims.yaml``.
+
+An entry names, for one paper method on one dataset, the published table, the method's row there, the metric, and
+the rows of the fair study's classic baselines that table prints (``baselines``: fair baseline key -> row id). A
+paper that prints no such pair says why instead (``none``). The gain shown is the paper's own difference, method
+row minus baseline row, as printed: against the best classic baseline of the fair run where the paper printed it,
+else against the printed one that ranks highest in the fair run (a stand-in, named as such).
+
+>>> claims = load_fair_claims()
+>>> gain = claims.entry("damlrrm", "cub200").gain("npair", ["npair"], load_published("damlrrm"))
+>>> round(gain.value, 1), gain.printed_method, gain.exact
+(3.2, 'N-pair', True)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from dml_core.errors import InputError
+from dml_core.published import PAPERS_DIR, PublishedPaper, find_row, load_published
+from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.tables.pages.claims import published_value
+from dml_core.vocabulary import FAIR_KEY, FairBaseline, FairDataset, PaperKey
+
+FAIR_CLAIMS_FILE = "claims.yaml"
+
+
+@dataclass(frozen=True)
+class ClaimedGain:
+    """The paper's printed gain of its method over one baseline row, in points of ``metric``."""
+
+    value: float
+    metric: str
+    table: str
+    baseline: str  # the fair baseline key the row stands for
+    printed_method: str  # the row's method as printed (``N-pair``, ``ProxyAnchor*``)
+    exact: bool  # False: a stand-in, the fair run's best baseline is not printed in that table
+    quoted: bool  # the baseline row's numbers are quoted from another publication
+    # the transcription's remarks on the two rows (published.yaml notes: misprints, doubts), "row id: note"
+    remarks: tuple[str, ...] = ()
+
+
+class ClaimedPair(StrictModel):
+    """One paper method on one dataset: its row and the classic baselines' rows of one published table."""
+
+    method: PaperKey
+    dataset: FairDataset
+    table: str | None = None
+    row: str | None = None
+    metric: str = "R@1"
+    baselines: dict[FairBaseline, str] = Field(default_factory=dict)
+    none: str | None = None  # why the paper prints no such pair
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _pair_or_reason(self) -> ClaimedPair:
+        given = self.table is not None and self.row is not None and bool(self.baselines)
+        if self.none is not None and (self.table or self.row or self.baselines):
+            raise ValueError("none: given with table, row or baselines; expected one or the other")
+        if self.none is None and not given:
+            raise ValueError("expected table, row and at least one of baselines, or none: <why not printed>")
+        return self
+
+    def gain(self, best: str, ranking: Sequence[str], paper: PublishedPaper) -> ClaimedGain | None:
+        """The printed gain over baseline ``best``, else over the printed baseline first in ``ranking`` (the fair
+        run's baselines, best first); None when the paper prints no pair or none of its baselines ran."""
+        if self.none is not None:
+            return None
+        choice = best if best in self.baselines else next((b for b in ranking if b in self.baselines), None)
+        if choice is None:
+            return None
+        assert self.table is not None and self.row is not None  # checked by the validator
+        baseline_row = find_row(paper, self.table, self.baselines[choice])
+        value = published_value(paper, self.table, self.row, self.metric) - published_value(
+            paper, self.table, baseline_row.id, self.metric
+        )
+        rows = (find_row(paper, self.table, self.row), baseline_row)
+        remarks = tuple(f"`{row.id}`: {' '.join(row.note.split())}" for row in rows if row.note)
+        return ClaimedGain(value, self.metric, self.table, choice, baseline_row.method, choice == best,
+                           baseline_row.quoted, remarks)  # fmt: skip
+
+
+class FairClaims(StrictModel):
+    """A whole ``papers/fair/claims.yaml``."""
+
+    claims: list[ClaimedPair] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_entry_each(self) -> FairClaims:
+        seen: set[tuple[str, str]] = set()
+        for entry in self.claims:
+            key = (entry.method, entry.dataset)
+            if key in seen:
+                raise ValueError(f"method {entry.method} on {entry.dataset}: more than one entry; expected one")
+            seen.add(key)
+        return self
+
+    def entry(self, method: str, dataset: str) -> ClaimedPair | None:
+        return next((e for e in self.claims if e.method == method and e.dataset == dataset), None)
+
+
+def fair_claims_path(papers_dir: str | os.PathLike | None = None) -> Path:
+    """``<papers_dir>/fair/claims.yaml`` (default: the repository's ``papers/``)."""
+    return Path(papers_dir or PAPERS_DIR) / FAIR_KEY / FAIR_CLAIMS_FILE
+
+
+def load_fair_claims(papers_dir: str | os.PathLike | None = None) -> FairClaims:
+    """Load the file and check every row it names against its paper's published.yaml: the table, the method's row
+    and each baseline's row exist, on the entry's dataset, and print the metric. Errors name the file and entry."""
+    path = fair_claims_path(papers_dir)
+    if not path.is_file():
+        raise InputError(f"{path}: the fair table's claimed gains file not found")
+    claims = load_yaml_model(path, FairClaims, "fair claims file")
+    for index, entry in enumerate(claims.claims):
+        if entry.none is not None:
+            continue
+        where = f"{path}: claims[{index}] ({entry.method} on {entry.dataset})"
+        paper = load_published(entry.method, papers_dir)
+        assert entry.table is not None and entry.row is not None  # checked by the validator
+        for field, row_id in [("row", entry.row), *((f"baselines.{b}", r) for b, r in entry.baselines.items())]:
+            try:
+                row = find_row(paper, entry.table, row_id)
+                published_value(paper, entry.table, row_id, entry.metric)
+            except InputError as error:
+                raise InputError(f"{where}: field {field}: {error}") from None
+            if row.dataset != entry.dataset:
+                raise InputError(f"{where}: field {field}: row {row_id} is on {row.dataset}, expected {entry.dataset}")
+    return claims
