@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dml_core.errors import InputError, OutputError
+from dml_core.errors import InputError, NonFiniteError, OutputError
 
 BAD_INPUT, FAILED_RUN, NOT_ALL_RUN, INTERRUPTED = 2, 1, 3, 130
 
@@ -59,8 +59,6 @@ def describe_failure(error: BaseException) -> Failure | None:
     on a path the user gave. A failed run: a non-finite loss (``NonFiniteError``, naming the iteration), an output
     that could not be written once the run was under way (``OutputError``: disk full), the GPU out of memory.
     """
-    from dml_core.training.non_finite import NonFiniteError  # torch: only once something failed
-
     if isinstance(error, KeyboardInterrupt):
         return Failure(
             INTERRUPTED,

@@ -16,6 +16,7 @@ smoke, mini and rehearsal output go to sub-folders of their own, so that they ne
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from dml_core.tier import Tier
@@ -103,3 +104,16 @@ def jobs_folder(root: Path, key: str, tier: Tier) -> Path:
 def tables_markdown(root: Path, key: str, tier: Tier) -> Path:
     """``<root>/[smoke/|mini/]<key>.md``; its plots go in the folder of the same name without ``.md``."""
     return _scoped(root, tier) / f"{key}.md"
+
+
+def device_slug(device_name: str | None) -> str:
+    """The file-name form of a device name; "cpu" without a usable GPU.
+
+    >>> device_slug("NVIDIA H100 80GB HBM3")
+    'nvidia-h100-80gb-hbm3'
+    >>> device_slug(None)
+    'cpu'
+    """
+    if not device_name:
+        return "cpu"
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-") or "gpu"

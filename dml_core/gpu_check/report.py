@@ -9,7 +9,6 @@ different times.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
+from dml_core.output_paths import device_slug
 
 PASSED = "passed"
 NO_GPU = "skipped: no GPU"
@@ -39,19 +39,6 @@ class PartResult:
     @property
     def passed(self) -> bool:
         return self.status == PASSED
-
-
-def device_slug(device_name: str | None) -> str:
-    """The file-name form of a device name; "cpu" without a usable GPU.
-
-    >>> device_slug("NVIDIA H100 80GB HBM3")
-    'nvidia-h100-80gb-hbm3'
-    >>> device_slug(None)
-    'cpu'
-    """
-    if not device_name:
-        return "cpu"
-    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-") or "gpu"
 
 
 def report_path(report_dir: Path, device_name: str | None) -> Path:

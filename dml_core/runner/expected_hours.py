@@ -12,8 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from dml_core.errors import InputError
-from dml_core.gpu_check.report import device_slug
-from dml_core.output_paths import REPOSITORY_ROOT
+from dml_core.output_paths import REPOSITORY_ROOT, device_slug
 from dml_core.pipeline.choice import wants_cache
 from dml_core.published import PublishedPaper, load_published
 from dml_core.recipes.settings import Recipe

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import torch
 
 from dml_core.cpu_cores import available_cores
-from dml_core.errors import InputError
+from dml_core.errors import InputError, NonFiniteError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import rehearsal_root
 from dml_core.pipeline.cache_preparation import caches_to_prepare, prepare_caches
@@ -39,7 +39,7 @@ from dml_core.tables.pages.index import write_index
 from dml_core.tables.pages.mini import MiniPage, build_mini_page
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
-from dml_core.training import NonFiniteError, train
+from dml_core.training import train
 from dml_core.training.device_choice import check_run_device, describe_device
 from dml_core.training.distributed import Process
 

@@ -1,5 +1,5 @@
 """The shared training and evaluation loop every recipe calls: ``train(recipe, out_dir, ...)``."""
 
-from dml_core.training.trainer import NonFiniteError, train
+from dml_core.training.trainer import train
 
-__all__ = ["NonFiniteError", "train"]
+__all__ = ["train"]

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import torch
 
-
-class NonFiniteError(RuntimeError):
-    """The loss (or the test embeddings) became NaN or infinite. Nothing is checkpointed after it: the last good
-    checkpoint, if the run wrote one, is kept untouched (:func:`checkpoint_left`)."""
+from dml_core.errors import NonFiniteError
 
 
 def checkpoint_left(path: Path) -> str:

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from dml_core import host_load, provenance
 from dml_core.data.index import dataset_index_hashes
 from dml_core.data.validation_split import validation_record
-from dml_core.errors import InputError
+from dml_core.errors import InputError, NonFiniteError
 from dml_core.finished_runs import check_finished_run, is_finished_run
 from dml_core.models import BackboneWarmup
 from dml_core.models.batchnorm_statistics import measure_batchnorm_statistics
@@ -44,13 +44,13 @@ from dml_core.training.evaluation import (
     evaluate_model,
     recall_ks_within,
 )
-from dml_core.training.non_finite import NonFiniteError, NonFiniteWatch, checkpoint_left
+from dml_core.training.non_finite import NonFiniteWatch, checkpoint_left
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
 RESULTS_NAME = "results.json"
 
-__all__ = ["RESULTS_NAME", "NonFiniteError", "is_finished_run", "train"]
+__all__ = ["RESULTS_NAME", "is_finished_run", "train"]
 
 
 def _rng_state(device: torch.device) -> dict:

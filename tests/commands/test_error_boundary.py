@@ -346,7 +346,7 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
 
 
 def test_each_expected_failure_has_its_exit_status_and_line():
-    from dml_core.training.non_finite import NonFiniteError
+    from dml_core.errors import NonFiniteError
 
     cases = [
         (InputError("a.yaml: field x: expected 1, found 2"), BAD_INPUT, "a.yaml: field x: expected 1, found 2"),

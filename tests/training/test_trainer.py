@@ -9,11 +9,11 @@ import yaml
 
 from dml_core import host_load
 from dml_core.data.index import dataset_index_hashes
-from dml_core.errors import InputError
+from dml_core.errors import InputError, NonFiniteError
 from dml_core.recipes import load_recipe
 from dml_core.results import HostLoadRecord, load_results
 from dml_core.tier import Tier
-from dml_core.training import NonFiniteError, train
+from dml_core.training import train
 from dml_core.training.checkpoint import load_checkpoint
 
 RECIPE = {
