@@ -25,7 +25,7 @@ from dml_core.recipes import (
 )
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE, Reading
 from dml_core.recipes.compose import RunDefinition, extends_chain
-from dml_core.runner.plan import TIER_VERSIONS
+from dml_core.recipes.resolve import resolve
 from dml_core.tier import Tier
 
 
@@ -89,7 +89,7 @@ def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], tier: Tier 
     """``run`` under ``choices`` as a recipe file that stands alone: every setting resolved (no ``extends``), its
     assumptions as ``{id: sentence}``, the readings as the values applied (``{name: value}``), and a header that
     says where it was declared, which readings were applied and its content hash."""
-    recipe = TIER_VERSIONS[tier](run.recipe(choices))
+    recipe = resolve(run, choices, tier=tier)
     files = " <- ".join(recorded_path(path) for path, _ in reversed(extends_chain(run.file)))
     applied = [
         f"{name}={value}{' (default)' if value == run.default_reading(name) else ''}"

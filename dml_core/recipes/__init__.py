@@ -1,7 +1,8 @@
-"""Recipes: the typed settings of a run (``dml_core.recipes.settings``), how recipe files compose them
-(``compose``), the papers' assumptions and readings (``assumptions``), every run of the suite (``catalog``) and
-the checks of component parameters against what the registries accept (``components``), and the mini tier's
-headline comparison of each paper (``mini``)."""
+"""Recipes: the typed settings of a run (``dml_core.recipes.settings``), their content hash (``hashing``), how a
+tier shrinks them (``tiers``), how recipe files compose them (``compose``), the one way a run becomes the recipe
+that trains (``resolve``), the papers' assumptions and readings (``assumptions``), every run of the suite
+(``catalog``) and the checks of component parameters against what the registries accept (``components``), and
+the mini tier's headline comparison of each paper (``mini``)."""
 
 from dml_core.recipes.catalog import (
     PAPERS,
@@ -16,7 +17,8 @@ from dml_core.recipes.catalog import (
     resolve_run,
 )
 from dml_core.recipes.compose import RunDefinition
-from dml_core.recipes.settings import Recipe, mini_version, smoke_version
+from dml_core.recipes.settings import Recipe
+from dml_core.recipes.tiers import mini_version, smoke_version
 
 __all__ = [
     "PAPERS",

@@ -46,7 +46,8 @@ from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import PAPERS, find_run
 from dml_core.recipes.compose import with_overrides
 from dml_core.recipes.mini import load_mini_comparison
-from dml_core.recipes.settings import Recipe, mini_version
+from dml_core.recipes.settings import Recipe
+from dml_core.recipes.tiers import mini_version
 from dml_core.results import load_results
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tier import Tier
