@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
     from dml_core.finished_runs import check_finished_run
     from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run
-    from dml_core.recipes.components import check_components
     from dml_core.recipes.resolve import resolve
+    from dml_core.runner.component_check import check_components
     from dml_core.runner.eta import counted
     from dml_core.training import train
     from dml_core.training.device_choice import check_run_device, describe_device

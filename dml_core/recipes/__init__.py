@@ -1,8 +1,10 @@
 """Recipes: the typed settings of a run (``dml_core.recipes.settings``), their content hash (``hashing``), how a
 tier shrinks them (``tiers``), how recipe files compose them (``compose``), the one way a run becomes the recipe
 that trains (``resolve``), the papers' assumptions and readings (``assumptions``), every run of the suite
-(``catalog``) and the checks of component parameters against what the registries accept (``components``), and
-the mini tier's headline comparison of each paper (``mini``)."""
+(``catalog``) and the mini tier's headline comparison of each paper (``mini``). It may import the schema
+helpers and vocabulary of the top level, never ``data``, ``models``, ``losses`` or ``training``: those import
+it (the check of a recipe's components against their registries sits above both, in
+``runner.component_check``)."""
 
 from dml_core.recipes.catalog import (
     PAPERS,

@@ -95,7 +95,7 @@ class DataSettings(StrictModel):
 
 
 class HeadSettings(StrictModel):
-    name: str = "linear"  # checked against ``models.heads.HEADS`` (``recipes.components``), as losses and samplers
+    name: str = "linear"  # checked against ``models.heads.HEADS`` (``runner.component_check``), as losses and samplers
     params: dict[str, Any] = Field(default_factory=dict)
 
 

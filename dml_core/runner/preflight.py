@@ -17,7 +17,7 @@ from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
 from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.recipes.components import located_problems
+from dml_core.runner.component_check import located_problems
 from dml_core.runner.eta import counted
 from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.plan import PlannedRun
