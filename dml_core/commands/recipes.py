@@ -15,7 +15,6 @@ import yaml
 from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
-    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     load_catalog,
@@ -27,6 +26,7 @@ from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE,
 from dml_core.recipes.compose import RunDefinition, extends_chain
 from dml_core.recipes.resolve import resolve
 from dml_core.tier import Tier
+from dml_core.vocabulary import RECIPE_KEYS
 
 
 def add_parser(subparsers) -> None:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def list_runs(paper: str | None) -> str:
     """One line per run: ``id  ->  targets  on dataset  [readings]  (file)``, under each recipe folder's name."""
-    papers = [paper] if paper else RECIPE_FOLDERS
+    papers = [paper] if paper else RECIPE_KEYS
     lines = []
     for key, recipes in load_catalog(papers=papers).items():
         shared = [name for name, reading in _readings_of(recipes).items() if reading.shared]

@@ -7,8 +7,6 @@ it (the check of a recipe's components against their registries sits above both,
 ``runner.component_check``)."""
 
 from dml_core.recipes.catalog import (
-    PAPERS,
-    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     find_run,
@@ -23,8 +21,6 @@ from dml_core.recipes.settings import Recipe
 from dml_core.recipes.tiers import mini_version, smoke_version
 
 __all__ = [
-    "PAPERS",
-    "RECIPE_FOLDERS",
     "PaperRecipes",
     "Recipe",
     "RunDefinition",

@@ -66,6 +66,11 @@ class ValidationSplitSettings(StrictModel):
     seed: NonNegativeInt = 0
 
 
+# The input pipelines a run can take (``data.pipeline_choice``), and what a recipe may set: one of them, or "auto".
+Pipeline = Literal["pil", "cache"]
+PipelineSetting = Literal["auto", Pipeline]
+
+
 class DataSettings(StrictModel):
     dataset: str
     # None: no validation split (train on every training class, as the papers do)
@@ -78,7 +83,7 @@ class DataSettings(StrictModel):
     # "pil": decode + augment in DataLoader workers (the reference). "cache": the decoded uint8 cache on the device,
     # cropped/flipped/normalised there in batch. "auto": the cache on CUDA where its batches are the PIL path's, the
     # PIL path elsewhere (``data.pipeline_choice``; the results file records which ran)
-    pipeline: Literal["auto", "pil", "cache"] = "auto"
+    pipeline: PipelineSetting = "auto"
 
     @property
     def cache_gives_pil_batches(self) -> bool:
