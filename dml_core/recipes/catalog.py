@@ -15,6 +15,7 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
 from dml_core.recipes.compose import RunDefinition, expand_file
+from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
 
@@ -120,7 +121,7 @@ def load_recipe(
     """The validated recipe of a run (file path or run id) under ``readings`` and ``--set`` ``overrides``."""
     run = resolve_run(reference)
     check_reading_choices([run], readings or {}, what=f"run {run.id}")
-    return run.recipe(readings, overrides)
+    return resolve(run, readings, overrides)
 
 
 def parse_reading_choices(texts: Sequence[str]) -> dict[str, str]:
