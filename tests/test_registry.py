@@ -22,7 +22,6 @@ from dml_core.models import BACKBONES, HEADS, build_backbone
 from dml_core.models.pooling import POOLINGS
 from dml_core.models.weights import WEIGHT_FILES
 from dml_core.recipes.catalog import run_of_file
-from dml_core.recipes.components import check_components
 from dml_core.recipes.settings import (
     EvaluationSettings,
     HeadSettings,
@@ -31,6 +30,7 @@ from dml_core.recipes.settings import (
     ScheduleSettings,
 )
 from dml_core.registry import Registry
+from dml_core.runner.component_check import check_components
 from dml_core.training.builders import build_model
 from dml_core.training.optim import OPTIMIZERS, SCHEDULES
 from tests.recipes.test_compose import BASE

@@ -15,7 +15,6 @@ import yaml
 from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
-    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     load_catalog,
@@ -25,8 +24,9 @@ from dml_core.recipes import (
 )
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, SHARED_READINGS_FILE, Reading
 from dml_core.recipes.compose import RunDefinition, extends_chain
-from dml_core.runner.plan import TIER_VERSIONS
+from dml_core.recipes.resolve import resolve
 from dml_core.tier import Tier
+from dml_core.vocabulary import RECIPE_KEYS
 
 
 def add_parser(subparsers) -> None:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def list_runs(paper: str | None) -> str:
     """One line per run: ``id  ->  targets  on dataset  [readings]  (file)``, under each recipe folder's name."""
-    papers = [paper] if paper else RECIPE_FOLDERS
+    papers = [paper] if paper else RECIPE_KEYS
     lines = []
     for key, recipes in load_catalog(papers=papers).items():
         shared = [name for name, reading in _readings_of(recipes).items() if reading.shared]
@@ -89,7 +89,7 @@ def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], tier: Tier 
     """``run`` under ``choices`` as a recipe file that stands alone: every setting resolved (no ``extends``), its
     assumptions as ``{id: sentence}``, the readings as the values applied (``{name: value}``), and a header that
     says where it was declared, which readings were applied and its content hash."""
-    recipe = TIER_VERSIONS[tier](run.recipe(choices))
+    recipe = resolve(run, choices, tier=tier)
     files = " <- ".join(recorded_path(path) for path, _ in reversed(extends_chain(run.file)))
     applied = [
         f"{name}={value}{' (default)' if value == run.default_reading(name) else ''}"

@@ -63,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
     from dml_core.finished_runs import check_finished_run
     from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run
-    from dml_core.recipes.components import check_components
-    from dml_core.recipes.compose import split_tier_overrides, with_overrides
+    from dml_core.recipes.resolve import resolve
+    from dml_core.runner.component_check import check_components
     from dml_core.runner.eta import counted
-    from dml_core.runner.plan import TIER_VERSIONS
     from dml_core.training import train
     from dml_core.training.device_choice import check_run_device, describe_device
     from dml_core.training.distributed import Process
@@ -76,16 +75,12 @@ def run(args: argparse.Namespace) -> int:
     run_definition = resolve_run(args.recipe)
     choices = parse_reading_choices(args.readings)
     check_reading_choices([run_definition], choices, what=f"run {run_definition.id}")
-    recipe = run_definition.recipe(choices)
-    shrink_settings, overrides = split_tier_overrides(args.overrides)
-    recipe = with_overrides(recipe, shrink_settings)
     tier = chosen_tier(args)
     if args.max_steps is not None and tier != Tier.FULL:
         raise InputError(
             f"--max-steps {args.max_steps}: a rehearsal of a full-scale run; a {tier} run is short already"
         )
-    recipe = TIER_VERSIONS[tier](recipe)
-    recipe = with_overrides(recipe, overrides)
+    recipe = resolve(run_definition, choices, args.overrides, tier)
     check_components(recipe, run_definition.settings.origins, run_definition.file)
     check_run_device(args.device, tier)  # before any work: a full-scale run does not fall back to the CPU
     name = f"{recipe.run_name}-seed{recipe.training.seed}{'' if tier == Tier.FULL else f'-{tier}'}"

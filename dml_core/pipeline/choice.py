@@ -16,10 +16,10 @@ docs/performance.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dml_core.recipes.settings import DataSettings
+    from dml_core.recipes.settings import DataSettings, Pipeline, PipelineSetting
 
 # The largest share of the GPU's memory "auto" gives the cache.
 DEVICE_MEMORY_SHARE = 0.5
@@ -45,8 +45,8 @@ def readable_bytes(size: float) -> str:
 class PipelineChoice:
     """The pipeline a run takes (``pipeline``), what the recipe said (``setting``) and why."""
 
-    pipeline: Literal["pil", "cache"]
-    setting: Literal["auto", "pil", "cache"]
+    pipeline: Pipeline
+    setting: PipelineSetting
     reason: str
 
     def record(self) -> dict[str, str]:

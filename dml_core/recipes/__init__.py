@@ -1,11 +1,12 @@
-"""Recipes: the typed settings of a run (``dml_core.recipes.settings``), how recipe files compose them
-(``compose``), the papers' assumptions and readings (``assumptions``), every run of the suite (``catalog``) and
-the checks of component parameters against what the registries accept (``components``), and the mini tier's
-headline comparison of each paper (``mini``)."""
+"""Recipes: the typed settings of a run (``dml_core.recipes.settings``), their content hash (``hashing``), how a
+tier shrinks them (``tiers``), how recipe files compose them (``compose``), the one way a run becomes the recipe
+that trains (``resolve``), the papers' assumptions and readings (``assumptions``), every run of the suite
+(``catalog``) and the mini tier's headline comparison of each paper (``mini``). It may import the schema
+helpers and vocabulary of the top level, never ``data``, ``models``, ``losses`` or ``training``: those import
+it (the check of a recipe's components against their registries sits above both, in
+``runner.component_check``)."""
 
 from dml_core.recipes.catalog import (
-    PAPERS,
-    RECIPE_FOLDERS,
     PaperRecipes,
     check_reading_choices,
     find_run,
@@ -16,11 +17,10 @@ from dml_core.recipes.catalog import (
     resolve_run,
 )
 from dml_core.recipes.compose import RunDefinition
-from dml_core.recipes.settings import Recipe, mini_version, smoke_version
+from dml_core.recipes.settings import Recipe
+from dml_core.recipes.tiers import mini_version, smoke_version
 
 __all__ = [
-    "PAPERS",
-    "RECIPE_FOLDERS",
     "PaperRecipes",
     "Recipe",
     "RunDefinition",

@@ -21,12 +21,21 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
-from dml_core.recipes.settings import is_shared_reading
 from dml_core.schema import StrictModel, load_yaml_model
 
 ASSUMPTIONS_FILE = "assumptions.yaml"
 SHARED_READINGS_FILE = "readings.yaml"  # in the recipes folder, beside the paper folders
 ID_PATTERN = r"^[a-z0-9][a-z0-9.+-]*$"
+
+
+def is_shared_reading(name: str) -> bool:
+    """Whether a reading is shared by every paper (reproduce/readings.yaml): an undotted name; a paper's own
+    readings are named ``<key>.<name>`` (``PaperAssumptions`` checks both).
+
+    >>> is_shared_reading("precision"), is_shared_reading("cgml.graphs")
+    (True, False)
+    """
+    return "." not in name
 
 
 class Reading(StrictModel):

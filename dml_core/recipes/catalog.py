@@ -15,10 +15,10 @@ from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
 from dml_core.recipes.compose import RunDefinition, expand_file
+from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
 
-PAPERS = PAPER_KEYS  # one recipe folder per paper
 # Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed); the training
 # benchmark times these, the GPU check's graphs part trains them.
 MAIN_RECIPES = {
@@ -28,9 +28,6 @@ MAIN_RECIPES = {
     "drml": "drml-pa-cub200",
     "cgml": "cgml-binomial-cub200",
 }
-# Every recipe folder: the papers' and the studies' (reproduce/fair/: the papers' methods under one protocol). The
-# catalog's default stays the papers: a study has no published rows to reproduce.
-RECIPE_FOLDERS = RECIPE_KEYS
 
 
 @dataclass(frozen=True)
@@ -71,8 +68,9 @@ def load_paper(key: str, recipes_dir: Path = RECIPES_DIR) -> PaperRecipes:
     return PaperRecipes(key, assumptions, tuple(runs[run_id] for run_id in sorted(runs)))
 
 
-def load_catalog(recipes_dir: Path = RECIPES_DIR, papers: Iterable[str] = PAPERS) -> dict[str, PaperRecipes]:
-    """Every paper's runs, for the papers that have a folder under ``recipes_dir``."""
+def load_catalog(recipes_dir: Path = RECIPES_DIR, papers: Iterable[str] = PAPER_KEYS) -> dict[str, PaperRecipes]:
+    """Every paper's runs, for the papers that have a folder under ``recipes_dir``. The default is the papers
+    alone; ``RECIPE_KEYS`` adds the studies' folders (``reproduce/fair/``), which have no published rows."""
     return {key: load_paper(key, recipes_dir) for key in papers if (Path(recipes_dir) / key).is_dir()}
 
 
@@ -80,10 +78,10 @@ def find_run(reference: str, recipes_dir: Path = RECIPES_DIR) -> RunDefinition:
     """The run named ``<paper>/<id>`` or ``<id>`` (an id two papers share needs its paper)."""
     if "/" in reference:
         key, run_id = reference.split("/", 1)
-        if key not in RECIPE_FOLDERS:
-            raise InputError(f"run {reference!r}: unknown paper {key!r}; recipe folders: {', '.join(RECIPE_FOLDERS)}")
+        if key not in RECIPE_KEYS:
+            raise InputError(f"run {reference!r}: unknown paper {key!r}; recipe folders: {', '.join(RECIPE_KEYS)}")
         return load_paper(key, recipes_dir).run(run_id)
-    folders = load_catalog(recipes_dir, RECIPE_FOLDERS).values()
+    folders = load_catalog(recipes_dir, RECIPE_KEYS).values()
     matches = [p.run(reference) for p in folders if reference in {r.id for r in p.runs}]
     if not matches:
         raise InputError(
@@ -123,7 +121,7 @@ def load_recipe(
     """The validated recipe of a run (file path or run id) under ``readings`` and ``--set`` ``overrides``."""
     run = resolve_run(reference)
     check_reading_choices([run], readings or {}, what=f"run {run.id}")
-    return run.recipe(readings, overrides)
+    return resolve(run, readings, overrides)
 
 
 def parse_reading_choices(texts: Sequence[str]) -> dict[str, str]:

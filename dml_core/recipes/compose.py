@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from dml_core.errors import InputError
 from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
-from dml_core.recipes.settings import Recipe, Target, parse_override
+from dml_core.recipes.settings import Recipe, Target
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
 from dml_core.schema import describe_problem, read_yaml_mapping
 
@@ -246,6 +246,22 @@ def with_overrides(recipe: Recipe, overrides: Sequence[str]) -> Recipe:
         return Recipe.model_validate(tree)
     except ValidationError as error:
         raise InputError(_problems(error, recipe.id, Path("--set"), {})) from None
+
+
+def parse_override(override: str, origin: str = "--set") -> dict[str, Any]:
+    """``key.path=value`` as a one-leaf settings layer (the value parsed as YAML: 3 -> int, [1, 2] -> list).
+
+    >>> parse_override("loss.params.alpha=26")
+    {'loss.params.alpha': 26}
+    """
+    if "=" not in override:
+        raise InputError(f"{origin}: expected key.path=value, found {override!r}")
+    key, raw = override.split("=", 1)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        raise InputError(f"{origin}: {key.strip()}: the value is not valid YAML ({error})") from None
+    return {key.strip(): value}
 
 
 def _merge_override(tree: dict[str, Any], override: str, origins: dict) -> None:

@@ -2,7 +2,7 @@
 
 The mini tier (``dml reproduce KEY --mini``) shows on the CPU that each recipe as pinned learns: the proposed
 method and the baseline(s) the paper claims it beats, runs the authors trained themselves, each shrunk by its
-recipe's ``mini:`` settings (``dml_core.recipes.settings.mini_version``). The file names those runs and the claim,
+recipe's ``mini:`` settings (``dml_core.recipes.tiers.mini_version``). The file names those runs and the claim,
 so the mini page can say whether the claimed ordering holds at that scale (a small-scale check, not a reproduction):
 
     proposed: drml-pa-cub200

@@ -1,19 +1,17 @@
 """Typed recipes: one YAML file pins everything a training run does.
 
 Pydantic models with ``extra="forbid"``: an unknown key or a wrong type is an error that names the file and the
-field path. ``--set a.b=value`` overrides a field (the value is parsed as YAML). Names of datasets, losses,
-samplers and heads are checked against their registries (``dml_core.registry``) when the run is checked or built,
-not here, so this module stays free of heavy imports.
+field path. Names of datasets, losses, samplers and heads are checked against their registries
+(``dml_core.registry``) when the run is checked or built, not here, so this module stays free of heavy imports.
+Beside it: the content hash (``hashing``), the tiers' shrinking (``tiers``), ``--set`` overrides (``compose``) and
+the one way a run becomes its recipe (``resolve``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     Field,
     NonNegativeFloat,
@@ -24,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from dml_core.errors import InputError
+from dml_core.recipes import hashing
 from dml_core.schema import StrictModel
 from dml_core.vocabulary import Backbone, PaperKey, StudyKey
 
@@ -68,6 +66,11 @@ class ValidationSplitSettings(StrictModel):
     seed: NonNegativeInt = 0
 
 
+# The input pipelines a run can take (``data.pipeline_choice``), and what a recipe may set: one of them, or "auto".
+Pipeline = Literal["pil", "cache"]
+PipelineSetting = Literal["auto", Pipeline]
+
+
 class DataSettings(StrictModel):
     dataset: str
     # None: no validation split (train on every training class, as the papers do)
@@ -80,7 +83,7 @@ class DataSettings(StrictModel):
     # "pil": decode + augment in DataLoader workers (the reference). "cache": the decoded uint8 cache on the device,
     # cropped/flipped/normalised there in batch. "auto": the cache on CUDA where its batches are the PIL path's, the
     # PIL path elsewhere (``data.pipeline_choice``; the results file records which ran)
-    pipeline: Literal["auto", "pil", "cache"] = "auto"
+    pipeline: PipelineSetting = "auto"
 
     @property
     def cache_gives_pil_batches(self) -> bool:
@@ -97,7 +100,7 @@ class DataSettings(StrictModel):
 
 
 class HeadSettings(StrictModel):
-    name: str = "linear"  # checked against ``models.heads.HEADS`` (``recipes.components``), as losses and samplers
+    name: str = "linear"  # checked against ``models.heads.HEADS`` (``runner.component_check``), as losses and samplers
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -153,16 +156,6 @@ class ScheduleSettings(StrictModel):
         if self.name == "multistep" and not self.milestones:
             raise ValueError("schedule 'multistep' needs milestones (iterations)")
         return self
-
-
-def is_shared_reading(name: str) -> bool:
-    """Whether a reading is shared by every paper (reproduce/readings.yaml): an undotted name; a paper's own
-    readings are named ``<key>.<name>`` (``recipes.assumptions`` checks both).
-
-    >>> is_shared_reading("precision"), is_shared_reading("cgml.graphs")
-    (True, False)
-    """
-    return "." not in name
 
 
 Precision = Literal["fp32", "bf16"]
@@ -330,183 +323,22 @@ class Recipe(StrictModel):
         return f"{self.id}~{self.variant}" if self.variant else self.id
 
     def computation(self) -> dict[str, Any]:
-        """What changes the numbers, in canonical form: the settings and the readings, without prose, targets,
-        ids, the smoke and mini settings (``smoke_hash``, ``mini_hash``) or what only says where or how fast
-        (data root, workers, checkpoint interval, host-sync interval). Fields added later are left out at their
-        default, so the runs that do not use them keep their hashes."""
-        tree = self.model_dump(mode="json", exclude=set(_NOT_COMPUTATION))
-        for section, keys in _NOT_COMPUTATION_FIELDS.items():
-            for key in keys:
-                tree[section].pop(key, None)
-        # Hashed by what it computes: both pipelines give the same batches on random crops. "pil" stays in the tree
-        # (every hash from before "auto" existed keeps its value).
-        tree["data"]["pipeline"] = self.data.hashed_pipeline
-        # A shared reading is hashed by the settings its value sets (training.bf16, evaluation.selection), which are
-        # hashed themselves: runs hashed before it existed keep their hashes.
-        tree["readings"] = {name: value for name, value in tree["readings"].items() if not is_shared_reading(name)}
-        # A paper's reading added after its runs were hashed is hashed only at another value than "as before" (its
-        # default, whose settings are those of the earlier runs); its other values set settings of their own.
-        for name, earlier in _READINGS_HASHED_UNLESS_EARLIER.items():
-            if tree["readings"].get(name) == earlier:
-                del tree["readings"][name]
-        for (section, key), default in _HASHED_UNLESS_DEFAULT.items():
-            if tree[section].get(key) == default:
-                del tree[section][key]
-        return tree
+        """What changes the numbers, in canonical form (``recipes.hashing.computation``)."""
+        return hashing.computation(self)
 
     def content_hash(self) -> str:
         """sha256 of ``computation()``: rewording an assumption or retargeting a row leaves it unchanged."""
-        return _sha256(self.computation())
+        return hashing.content_hash(self)
 
     def hashes_of_this_computation(self) -> tuple[str, ...]:
-        """``content_hash()`` and the hash earlier versions recorded for the same computation: before the
-        pipeline was hashed by what it computes, a run on the cache pipeline was hashed with "cache" even where
-        its batches were the PIL path's. Results files and checkpoints that carry either are this run's."""
-        if not self.data.cache_gives_pil_batches:  # there the cache is another computation, hashed as such
-            return (self.content_hash(),)
-        earlier = self.computation()
-        earlier["data"]["pipeline"] = "cache"
-        return (self.content_hash(), _sha256(earlier))
+        """``content_hash()`` and the hash earlier versions recorded for the same computation: results files and
+        checkpoints that carry either are this run's (``recipes.hashing``)."""
+        return hashing.hashes_of_this_computation(self)
 
     def smoke_hash(self) -> str:
         """sha256 of the smoke settings (how ``--smoke`` shrinks this recipe)."""
-        return _sha256(self.smoke.model_dump(mode="json"))
+        return hashing.smoke_hash(self)
 
     def mini_hash(self) -> str:
-        """sha256 of the mini settings (how ``--mini`` shrinks this recipe); ``start`` only where it is not
-        "random", so the hashes from before it existed still hold."""
-        settings = self.mini.model_dump(mode="json")
-        if settings["start"] == "random":
-            del settings["start"]
-        return _sha256(settings)
-
-
-# Recipe fields and sub-fields that do not change a run's numbers (left out of its content hash).
-_NOT_COMPUTATION = ("id", "paper", "targets", "description", "assumptions", "variant", "smoke", "mini")
-_NOT_COMPUTATION_FIELDS = {"data": ("root", "num_workers"), "training": ("checkpoint_every", "sync_every")}
-# Fields added after runs were hashed, with the default that means "as before": hashed only when set otherwise.
-_HASHED_UNLESS_DEFAULT = {
-    ("data", "validation"): None,
-    ("model", "width"): 1.0,
-    ("model", "measure_bn_batches"): 0,
-    ("training", "evaluate_at_start"): False,
-    ("training", "deterministic"): True,
-    ("training", "cuda_graphs"): False,
-}
-# Readings added after the runs they apply to were hashed, with the value that computes what those runs computed.
-_READINGS_HASHED_UNLESS_EARLIER = {
-    "cgml.reduction": "mean",
-    "drml.weight-decay": "coupled",
-    "drml.branch-weighting": "mean",
-    "fair.search-point": "paper",
-}
-
-
-def _sha256(tree: Any) -> str:
-    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def parse_override(override: str, origin: str = "--set") -> dict[str, Any]:
-    """``key.path=value`` as a one-leaf settings layer (the value parsed as YAML: 3 -> int, [1, 2] -> list).
-
-    >>> parse_override("loss.params.alpha=26")
-    {'loss.params.alpha': 26}
-    """
-    if "=" not in override:
-        raise InputError(f"{origin}: expected key.path=value, found {override!r}")
-    key, raw = override.split("=", 1)
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        raise InputError(f"{origin}: {key.strip()}: the value is not valid YAML ({error})") from None
-    return {key.strip(): value}
-
-
-def smoke_version(recipe: Recipe) -> Recipe:
-    """The same recipe shrunk for a CPU smoke run on the embedded dataset (results are marked smoke); its
-    ``data.pipeline`` stays (the embedded set's image cache is built on first use)."""
-    smoke = recipe.smoke
-    tree = _on_embedded_glyphs(recipe, "embedded", smoke.image_size, smoke.resize, smoke.sampler_params)
-    tree["training"].update(
-        iterations=smoke.iterations, epochs=None, eval_every=smoke.eval_every, checkpoint_every=smoke.eval_every
-    )
-    _scale_schedule(tree, recipe, smoke.iterations, "iteration")
-    return Recipe.model_validate(tree)
-
-
-# Training batches the mini tier measures a random backbone's BN statistics on before its untrained evaluation.
-MINI_BN_BATCHES = 8
-
-
-def mini_version(recipe: Recipe) -> Recipe:
-    """The same recipe shrunk for the CPU mini tier (``MiniSettings``): evaluated before the first update and at
-    the end, on the ``embedded_mini`` glyphs, its backbone narrowed to ``mini.backbone_width`` (results are
-    marked mini and record the width)."""
-    mini = recipe.mini
-    unit, length = ("epoch", mini.epochs) if mini.epochs else ("iteration", mini.iterations)
-    if unit == "epoch" and not recipe.training.epochs:
-        raise InputError(f"recipe {recipe.id}: field mini.epochs: the recipe counts iterations; give mini.iterations")
-    if recipe.model.freeze_backbone_epochs and unit != "epoch":
-        raise InputError(
-            f"recipe {recipe.id}: field mini.iterations: the backbone warm-up counts epochs "
-            f"(model.freeze_backbone_epochs {recipe.model.freeze_backbone_epochs}); give mini.epochs so that it "
-            "keeps its share of the run"
-        )
-    tree = _on_embedded_glyphs(recipe, "embedded_mini", mini.image_size, mini.resize, mini.sampler_params)
-    tree["model"]["width"] = mini.backbone_width
-    tree["model"]["weights"] = mini.start  # "random" or "glyph-pretrained" (dml_core.training.builders.build_model)
-    # A random backbone's BN statistics are measured on the glyphs; a glyph-pretrained one keeps its own, as
-    # ImageNet weights do.
-    tree["model"]["measure_bn_batches"] = MINI_BN_BATCHES if mini.start == "random" else 0
-    metrics = tree["evaluation"]["metrics"]  # the mini page reports R@1 and NMI whatever the paper printed
-    tree["evaluation"]["metrics"] = metrics + [metric for metric in ("recall", "nmi") if metric not in metrics]
-    # The backbone's rate scaled; the new layers' and the loss's rates kept (their multipliers are relative to it).
-    scale = mini.trunk_lr_scale
-    tree["optimizer"]["lr"] = recipe.optimizer.lr * scale
-    tree["optimizer"]["new_layer_lr_multiplier"] = recipe.optimizer.new_layer_lr_multiplier / scale
-    tree["loss"]["lr_multiplier"] = recipe.loss.lr_multiplier / scale
-    tree["training"].update(
-        iterations=mini.iterations,
-        epochs=mini.epochs,
-        eval_every=length,
-        checkpoint_every=length,
-        evaluate_at_start=True,
-    )
-    _scale_schedule(tree, recipe, length, unit)
-    if recipe.model.freeze_backbone_epochs:  # the warm-up keeps its share of the run (at least one epoch)
-        share = recipe.model.freeze_backbone_epochs / recipe.training.epochs
-        tree["model"]["freeze_backbone_epochs"] = max(1, round(share * length))
-    return Recipe.model_validate(tree)
-
-
-def _on_embedded_glyphs(
-    recipe: Recipe, dataset: str, image_size: int, resize: int, sampler_params: dict[str, Any]
-) -> dict[str, Any]:
-    """The recipe's settings moved to a generated glyph set on the CPU: random init, fp32, no loader workers,
-    ``image_size`` crops of images resized to ``resize``, the sampler's parameters updated."""
-    tree = recipe.model_dump(mode="python")
-    tree["data"]["dataset"] = dataset
-    tree["data"]["num_workers"] = 0
-    tree["data"]["transforms"].update(crop_size=image_size, resize=resize)
-    tree["model"]["weights"] = "random"
-    tree["sampler"]["params"].update(sampler_params)
-    tree["training"]["bf16"] = False
-    tree["evaluation"]["recall_ks"] = [1, 2, 4, 8]
-    return tree
-
-
-def _scale_schedule(tree: dict[str, Any], recipe: Recipe, length: int, unit: str) -> None:
-    """Keep the schedule's shape: each decay point keeps its share of the run, counted in ``unit`` over a run of
-    ``length`` of them."""
-    schedule = recipe.schedule
-    if schedule.name == "constant":
-        return
-    if unit == "epoch" and schedule.unit != "epoch":
-        raise InputError(f"recipe {recipe.id}: field mini.epochs: the schedule counts iterations; give mini.iterations")
-    total = recipe.training.iterations if schedule.unit == "iteration" else recipe.training.epochs
-    scale = length / max(total or length, 1)
-    tree["schedule"]["unit"] = unit
-    if schedule.step_size:
-        tree["schedule"]["step_size"] = max(1, round(schedule.step_size * scale))
-    tree["schedule"]["milestones"] = [max(1, round(m * scale)) for m in schedule.milestones]
+        """sha256 of the mini settings (how ``--mini`` shrinks this recipe)."""
+        return hashing.mini_hash(self)

@@ -4,6 +4,8 @@
 - ``plan``: which runs (every run x seed of the recipe files, or the mini tier's headline comparison; the linear
   plans), each resolved and placed, and which are finished;
 - ``preflight``: what they need before anything trains (parameters, datasets, weight files, writable places);
+- ``component_check``: a recipe's loss, sampler and head parameters against what their registries accept (here,
+  above ``recipes``, ``data``, ``models`` and ``losses``, which it reads);
 - ``inline``: ``PaperRun`` (a paper's options) and ``reproduce``, which trains the runs in this process and
   builds the tables;
 - ``jobs``: the same with each run submitted as a job (local processes or Slurm, through submitit);

@@ -20,7 +20,7 @@ from dml_core.linear.results_file import write_linear_results
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
 from dml_core.linear.uci import cache_path, get_uci_dataset
-from dml_core.output_paths import data_root as output_data_root
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
 from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
@@ -100,7 +100,7 @@ def plan_linear_runs(
 def missing_uci_data(run: LinearRun, data_root: Path | None) -> str | None:
     """The data set ``run`` needs when it is not prepared here, with how to prepare it (Iris and Wine ship with
     scikit-learn)."""
-    root = output_data_root(data_root)
+    root = resolve_data_root(data_root)
     dataset = get_uci_dataset(run.plan.dataset)
     if dataset.source == "sklearn" or cache_path(dataset.name, root).is_file():
         return None
@@ -142,7 +142,7 @@ def run_protocol(
     result = run_table2_protocol(
         plan.dataset,
         run.method,
-        root=output_data_root(data_root),
+        root=resolve_data_root(data_root),
         n_splits=plan.splits,
         seed=plan.seed,
         grid=thin_grid(PAPER_GRIDS[run.method], plan.grid_every),

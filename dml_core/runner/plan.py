@@ -16,7 +16,8 @@ from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan
 from dml_core.output_paths import results_file, run_folder
 from dml_core.recipes.catalog import check_reading_choices, load_paper, recipe_files
 from dml_core.recipes.compose import RunDefinition
-from dml_core.recipes.settings import Recipe, mini_version, smoke_version
+from dml_core.recipes.resolve import resolve
+from dml_core.recipes.settings import Recipe
 from dml_core.runner.linear import LinearRun
 from dml_core.tier import Tier
 
@@ -49,9 +50,6 @@ class PlannedRun:
         """The spec of the recipe's ``data.dataset``, looked up once for the preflight's checks."""
         return get_spec(self.recipe.data.dataset)
 
-
-# How each tier shrinks a recipe.
-TIER_VERSIONS = {Tier.FULL: lambda recipe: recipe, Tier.SMOKE: smoke_version, Tier.MINI: mini_version}
 
 # The mini tier's seeds when none are given: its page reports mean +- std over them.
 MINI_SEEDS = (0, 1, 2)
@@ -116,10 +114,9 @@ def plan_runs(
     for run in runs:
         for seed in seeds if seeds is not None else [run.recipe(choices).training.seed]:
             overrides = (f"training.seed={seed}",) + ((f"data.pipeline={pipeline}",) if pipeline else ())
-            recipe = run.recipe(choices, overrides)
+            recipe = resolve(run, choices, overrides, tier)
             if recipe.paper != key:
                 raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
-            recipe = TIER_VERSIONS[tier](recipe)
             plans.append(
                 PlannedRun(
                     run=run,

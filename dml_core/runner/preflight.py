@@ -17,7 +17,7 @@ from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weigh
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.pipeline.choice import requires_cache, wants_cache
 from dml_core.pipeline.image_cache import cache_problem
-from dml_core.recipes.components import located_problems
+from dml_core.runner.component_check import located_problems
 from dml_core.runner.eta import counted
 from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.plan import PlannedRun

@@ -127,7 +127,7 @@ def test_show_prints_a_recipe_file_that_trains_to_the_same_hash_for_every_run(tm
 @pytest.mark.parametrize("flag", ["--smoke", "--mini"])
 def test_show_prints_the_tier_version_a_tier_flag_would_train(flag, capsys):
     from dml_core.recipes import find_run
-    from dml_core.runner.plan import TIER_VERSIONS
+    from dml_core.recipes.tiers import TIER_VERSIONS
     from dml_core.tier import Tier
 
     assert main(["recipes", "show", "drml/drml-pa-cub200", flag]) == 0

@@ -225,7 +225,7 @@ def test_no_file_under_reproduce_uses_yaml_anchors():
 
 def test_mini_epochs_alone_shrinks_drml_under_the_official_code_reading():
     from dml_core.recipes import find_run
-    from dml_core.recipes.settings import mini_version
+    from dml_core.recipes.tiers import mini_version
 
     recipe = find_run("drml-pa-cub200").recipe({"drml.source": "official-code"})
     assert recipe.mini.iterations == 600  # drml/base.yaml counts the mini run in iterations; its warm-up counts epochs

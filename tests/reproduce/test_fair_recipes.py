@@ -12,9 +12,9 @@ import pytest
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import find_run, load_paper, mini_version, smoke_version
-from dml_core.recipes.components import component_problems
 from dml_core.recipes.settings import HeadSettings
 from dml_core.recipes.study import load_study, study_plan
+from dml_core.runner.component_check import component_problems
 from dml_core.tier import Tier
 from dml_core.training.builders import build_sampler
 

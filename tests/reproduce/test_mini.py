@@ -10,13 +10,14 @@ import yaml
 from dml_core.cli import main
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
-from dml_core.recipes import PAPERS, load_catalog, load_paper
+from dml_core.recipes import load_catalog, load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_runs
 from dml_core.results import load_results
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import MINI_SEEDS, plan_runs
 from dml_core.runner.preflight import recipe_problems
 from dml_core.tier import Tier
+from dml_core.vocabulary import PAPER_KEYS
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
 COMPARISON = {"proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test"}
@@ -73,7 +74,7 @@ def test_mini_yaml_is_not_a_recipe_file(tmp_path):
     assert [run.id for run in catalog[PAPER_KEY].runs] == ["lifted-cub200", "npair-cub200", "ours-cub200"]
 
 
-@pytest.mark.parametrize("key", PAPERS)
+@pytest.mark.parametrize("key", PAPER_KEYS)
 def test_every_paper_names_a_headline_comparison_of_its_own_runs_whose_mini_versions_are_valid(key):
     comparison = load_mini_comparison(RECIPES_DIR, key)
     paper = load_paper(key)

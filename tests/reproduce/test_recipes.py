@@ -9,7 +9,7 @@ import torch
 
 from dml_core.published import find_row, load_published
 from dml_core.recipes import load_catalog, smoke_version
-from dml_core.recipes.components import component_problems
+from dml_core.runner.component_check import component_problems
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import yaml
 
 from dml_core.recipes.compose import with_overrides
-from dml_core.recipes.settings import Recipe, smoke_version
+from dml_core.recipes.settings import Recipe
+from dml_core.recipes.tiers import smoke_version
 from dml_core.results import SCHEMA_VERSION, select, select_every_rule, write_results
 
 PAPER_KEY = "damlrrm"  # the loader only accepts the five real keys; the tables below are synthetic

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from dml_core.cpu_cores import available_cores
-from dml_core.recipes import PAPERS
+from dml_core.vocabulary import PAPER_KEYS
 from tests.training.test_learning import MUTATIONS, REAL, train_side_by_side
 
 KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "DNNL_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS")
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--config", required=True, help="a name for this configuration, recorded in the file")
     parser.add_argument("--threads", type=int, default=1, help="torch threads in each run (the test uses 1)")
     parser.add_argument("--nondeterministic", action="store_true", help="torch's default algorithms")
-    parser.add_argument("--papers", nargs="*", default=list(PAPERS))
+    parser.add_argument("--papers", nargs="*", default=list(PAPER_KEYS))
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     runs = [(key, variant) for key in args.papers for variant in (REAL, *sorted(MUTATIONS))]

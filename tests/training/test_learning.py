@@ -43,15 +43,17 @@ from dml_core.data import load_split
 from dml_core.data.prepare import ensure_generated
 from dml_core.data.registry import get_spec
 from dml_core.output_paths import RECIPES_DIR
-from dml_core.recipes import PAPERS, find_run
+from dml_core.recipes import find_run
 from dml_core.recipes.compose import with_overrides
 from dml_core.recipes.mini import load_mini_comparison
-from dml_core.recipes.settings import Recipe, mini_version
+from dml_core.recipes.settings import Recipe
+from dml_core.recipes.tiers import mini_version
 from dml_core.results import load_results
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tier import Tier
 from dml_core.training import builders, setup, trainer
 from dml_core.training import train as train_run
+from dml_core.vocabulary import PAPER_KEYS
 
 SLOW = pytest.mark.slow  # three tiny runs of 25-60 s each on one thread and twelve of 6-15 s, side by side
 
@@ -353,7 +355,7 @@ def describe(run: TinyRun) -> str:
 
 
 @SLOW
-@pytest.mark.parametrize("key", PAPERS)
+@pytest.mark.parametrize("key", PAPER_KEYS)
 def test_the_proposed_recipe_trains_every_model_group(key, tiny_runs):
     run = tiny_runs[key, REAL]
     assert not wiring_failures(run), f"{key}: {wiring_failures(run)}; {describe(run)}"
@@ -368,7 +370,7 @@ def test_the_proposed_recipe_lowers_its_training_loss(key, tiny_runs):
 
 @SLOW
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
-@pytest.mark.parametrize("key", PAPERS)
+@pytest.mark.parametrize("key", PAPER_KEYS)
 def test_the_exact_checks_catch_a_broken_wiring(key, mutation, tiny_runs):
     """Caught by what the mutation breaks, whatever the CPU: a detached embedding leaves the model's gradients
     exactly 0; a trunk at rate 0 leaves its weights where they started. Without a loss gradient a group moves only
@@ -394,7 +396,7 @@ def test_each_loss_fall_threshold_has_three_spreads_of_headroom(key):
 
 def test_the_papers_left_unchecked_by_a_loss_fall_could_not_have_one():
     """drml and cgml get no loss-fall check because none would hold: not even a fall above 0 has the headroom."""
-    for key in set(PAPERS) - set(LOSS_FALL):
+    for key in set(PAPER_KEYS) - set(LOSS_FALL):
         assert headroom(real_loss_falls(key), 0.0) < REQUIRED_HEADROOM, key
 
 
@@ -410,7 +412,7 @@ def test_no_r1_margin_would_have_three_spreads_of_headroom():
 
 
 def test_the_gate_trains_the_full_length_only_where_a_loss_fall_check_reads_the_run():
-    full = {(key, variant) for key in PAPERS for variant in (REAL, *MUTATIONS) if gate_length(key, variant) is None}
+    full = {(key, variant) for key in PAPER_KEYS for variant in (REAL, *MUTATIONS) if gate_length(key, variant) is None}
     assert full == {(key, REAL) for key in LOSS_FALL}
     assert gate_length("drml", REAL) == gate_length("drml", "trunk learning rate 0") == {"iterations": 10}
 
@@ -439,7 +441,7 @@ def test_the_exact_checks_need_no_measured_figure():
         loss_gradient={"backbone": 1e-3, "new_layers": 1e-2}, moved={"backbone": 1e-2, "new_layers": 1e-1},
     )  # fmt: skip
     assert wiring_failures(good) == []
-    assert all(learning_failures(key, good) == [] for key in PAPERS)
+    assert all(learning_failures(key, good) == [] for key in PAPER_KEYS)
     detached = dataclasses.replace(good, loss_gradient={"backbone": 0.0, "new_layers": 0.0})
     assert wiring_failures(detached) == [
         "no loss gradient reached the backbone group",

@@ -39,7 +39,8 @@ from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.evaluation.registry import METRICS
 from dml_core.published import PublishedPaper, find_row
-from dml_core.recipes.settings import Recipe, forward_precision, smoke_version
+from dml_core.recipes.settings import Recipe, forward_precision
+from dml_core.recipes.tiers import smoke_version
 from dml_core.results import AnyResults, ResultsFile, SelectionRecord, select_every_rule
 from dml_core.schema import format_validation_error
 from dml_core.tables.gate.index_check import IndexCheck

@@ -15,8 +15,7 @@ from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.provenance import git_starts
 from dml_core.published import PublishedPaper, PublishedTable, find_row
-from dml_core.recipes.assumptions import SHARED_READINGS_FILE
-from dml_core.recipes.settings import is_shared_reading
+from dml_core.recipes.assumptions import SHARED_READINGS_FILE, is_shared_reading
 from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.gate.join import NOT_RUN as ROW_NOT_RUN
 from dml_core.tables.gate.join import LoadedResults, Refusal
