@@ -1,11 +1,11 @@
 """The ``mini`` part: one paper's mini tier on the GPU (``dml reproduce KEY --mini --seeds 0``: its headline runs
 from ``reproduce/KEY/mini.yaml``, seed 0), with each run's gain in R@1 over its untrained evaluation and the time.
 
-The paper is cgml: both of its runs learn well above the tier's bar on the CPU page (tables/mini/cgml.md:
-CGML(triplet) +32.5, triplet +17.1 R@1 over three seeds, each seed within about 4 points of its mean), in about 5
-CPU-minutes per seed. A run on the GPU that gains less than ``MIN_GAIN`` points has not trained as the CPU does
-(the mini recipes are fp32 on every device), which the check reports as a failure; the numbers themselves differ
-from the page's by float order, so they are reported, not compared.
+The paper is cgml: both of its runs learn well above the tier's bar on the CPU page (tables/mini/cgml.md; its
+figures and times: docs/tiers.md), and its tier is among the shortest. A run on the GPU that gains less than
+``MIN_GAIN`` points has not trained as the CPU does (the mini recipes are fp32 on every device), which the check
+reports as a failure; the numbers themselves differ from the page's by float order, so they are reported, not
+compared.
 """
 
 from __future__ import annotations

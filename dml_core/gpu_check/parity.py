@@ -1,28 +1,9 @@
 """The ``parity`` part: one training step of every registered loss on the CPU and on the GPU, from the same weights
 and the same batch, compared.
 
-The step is the trainer's own (``training.step.train_step``) in fp32: bf16 autocast off, TF32 off for matrix
-products (``knn.exact_fp32_matmul``, the evaluation's switch). The model is a small MLP (24 features -> tanh 32 ->
-16-d, L2-normalised; for drml the relational head on the 32-d feature) built on the CPU from seed 0 and copied to
-each device: it isolates the losses' kernels (convolution kernels are not what differs between losses, and the
-smoke and bench parts run the real backbones). Batch: 32 items, 8 classes, two class-aligned halves of 16
-(``[A | B]``, as cgml's paired sampler and damlrrm's two streams want; group sizes (16, 16)), features from seed 1.
-
-The optimiser is plain SGD (lr 1, no momentum), so a parameter's update is minus its gradient: its difference
-between the devices is the gradient's, not amplified. Adam's first step is lr * g / (|g| + eps), which turns
-float-order noise in a near-zero gradient into an update of full size, so it would flag noise, not bugs.
-
-Tolerances: loss within 1e-4 relative, |l_gpu - l_cpu| / max(|l_cpu|, 1e-12); every parameter tensor's update
-within 1e-3 relative, ||u_gpu - u_cpu|| / max(||u_cpu||, 1e-4 ||U_cpu||) (2-norms in float64, U the whole step's
-update over every tensor). In fp32 the two devices differ by summation order only (about 1e-7 relative per
-reduction), so a real difference (another kernel's semantics, a wrong dtype, a lost term) is orders of magnitude
-above them. The floor 1e-4 ||U|| is for a tensor whose gradient is zero in exact arithmetic, which fp32 leaves as
-rounding noise that no device reproduces: DRML's updater bias, added to every embedding alike, cancels in every
-distance, and its "update" (9e-7 against 17 for the step) moved by 64% between an H200 and the CPU, by 30% on the
-CPU alone when the batch moved by 1e-7. A tensor whose update is under 1e-4 of the step's moves the model by less
-than the tolerance anyway. The margin loss runs with
-``sampling: all``: its distance-weighted sampling draws from a generator on the embeddings' device, and CPU and
-CUDA generators give different streams from one seed, so that mode's steps are not comparable by design.
+The step is the trainer's own (``training.step.train_step``) in fp32 with TF32 off, so the two devices differ by
+summation order only (about 1e-7 relative a reduction): a real difference (another kernel's semantics, a wrong
+dtype, a lost term) stands orders of magnitude above the tolerances (``LOSS_RTOL``, ``UPDATE_RTOL``).
 """
 
 from __future__ import annotations
@@ -44,8 +25,10 @@ FEATURES, HIDDEN, EMBEDDING = 24, 32, 16
 CLASSES, PER_CLASS_PER_HALF = 8, 2
 GROUP_SIZES = (CLASSES * PER_CLASS_PER_HALF,) * 2
 LOSS_RTOL, UPDATE_RTOL, TINY = 1e-4, 1e-3, 1e-12
-NOISE_FLOOR = 1e-4  # of the whole step's update norm: below it an update is rounding noise (module docstring)
-# What a loss needs beyond the run's values: a base loss for the composites, DRML's branches, margin's mode.
+NOISE_FLOOR = 1e-4  # of the whole step's update norm: below it an update is rounding noise (``compare_steps``)
+# What a loss needs beyond the run's values: a base loss for the composites, DRML's branches, margin's mode. Margin's
+# distance-weighted sampling draws from a generator on the embeddings' device, and CPU and CUDA generators give
+# different streams from one seed, so only ``sampling: all`` gives comparable steps.
 LOSS_PARAMS = {
     "cgml": {"base": "binomial"},
     "graph_consistency": {"base": "triplet"},
@@ -56,7 +39,8 @@ DRML_BRANCH_DIM = EMBEDDING // 2
 
 
 class StepModel(nn.Module):
-    """The MLP the step trains (see the module docstring); for drml its head is DRML's relational head."""
+    """The MLP the step trains: 24 features -> tanh 32 -> 16-d, L2-normalised; for drml DRML's relational head on
+    the 32-d feature. Small, to isolate the losses' kernels: the smoke and bench parts run the real backbones."""
 
     def __init__(self, relational: bool) -> None:
         super().__init__()
@@ -72,8 +56,9 @@ class StepModel(nn.Module):
 
 
 def parity_batch(noise_seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features (32, 24) and labels: two halves, each with every class twice; features drawn around a class mean.
-    ``noise_seed``: another batch of the same classes (the same means, other draws around them)."""
+    """Features (32, 24) and labels: two class-aligned halves (as cgml's paired sampler and damlrrm's two streams
+    want), each with every class twice; features drawn around a class mean from seed 1. ``noise_seed``: another
+    batch of the same classes (the same means, other draws around them)."""
     half = torch.arange(CLASSES).repeat_interleave(PER_CLASS_PER_HALF)
     labels = torch.cat([half, half])
     generator = torch.Generator().manual_seed(1)
@@ -104,7 +89,11 @@ def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]
 
 def one_step(loss_name: str, device: torch.device, bf16: bool = False, noise_seed: int | None = None) -> StepRecord:
     """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0 (``bf16``: the model's
-    forward under the trainer's bf16 autocast, which is CUDA's only; ``noise_seed``: ``parity_batch``'s)."""
+    forward under the trainer's bf16 autocast, which is CUDA's only; ``noise_seed``: ``parity_batch``'s).
+
+    Plain SGD (lr 1, no momentum) makes an update minus the gradient, so a difference between devices is the
+    gradient's, not amplified: Adam's first step, lr * g / (|g| + eps), would turn noise in a near-zero gradient
+    into an update of full size."""
     torch.manual_seed(0)
     model = StepModel(relational=loss_name == "drml")
     run_values = {"num_classes": CLASSES, "embedding_dim": EMBEDDING, "group_sizes": GROUP_SIZES}
@@ -134,7 +123,11 @@ def relative_difference(value: torch.Tensor, reference: torch.Tensor, floor: flo
 
 def compare_steps(reference: StepRecord, other: StepRecord) -> dict:
     """The loss's relative difference and the largest relative difference of a parameter tensor's update (each
-    against its reference update, or the noise floor where that is smaller: module docstring)."""
+    against its reference update, or ``NOISE_FLOOR`` times the whole step's update where that is larger).
+
+    The floor is for a tensor whose gradient is zero in exact arithmetic, which fp32 leaves as rounding noise that
+    no device reproduces (DRML's updater bias, added to every embedding alike, cancels in every distance); a tensor
+    updated by less than it moves the model by less than the tolerance anyway."""
     loss = abs(other.loss - reference.loss) / max(abs(reference.loss), TINY)
     reference_updates, other_updates = reference.updates(), other.updates()
     step = float(torch.stack([update.double().norm() for update in reference_updates.values()]).norm())

@@ -1,16 +1,9 @@
 """The ``pipelines`` part: the decoded-cache pipeline's training batches on the GPU are the PIL path's, bit for bit.
 
 Why: ``data.pipeline: auto`` trains from the cache on CUDA, and the content hash counts the two pipelines as one
-computation where their batches are the same (random crops of the resized image:
-``DataSettings.cache_gives_pil_batches``), so a run finished on either is finished for both. On the CPU that is
-tested (tests/pipeline/test_batch_augment.py); on the GPU the crops, flips and normalisation run in CUDA kernels, so
-this part compares them there: the embedded glyph set's cache, augmented on the device for 64 (position, seed)
-keys, against the PIL path (decoding, resizing, cropping, flipping and normalising in this process, as a DataLoader
-worker does) for the same keys. Every step is exact (uint8 gathers and flips) or one correctly rounded fp32
-operation per element (the scale, the mean subtraction, the division by the std), which CUDA computes as the CPU
-does: any difference is a bug, never rounding. Both input conventions (torchvision RGB, Caffe BGR x 255) and both
-resize modes are covered. The PIL path itself converts its uint8 batches on the device too (``ToModelInput``, after
-the workers' decoding, resizing, cropping and flipping): its batches there are compared with the same reference.
+computation where their batches are the same (``DataSettings.cache_gives_pil_batches``), so a run finished on either
+is finished for both. The CPU tests check it; on the GPU the crops, flips and normalisation run in CUDA kernels, and
+every step is exact or one correctly rounded fp32 operation an element, so any difference is a bug, never rounding.
 """
 
 from __future__ import annotations
@@ -54,8 +47,9 @@ def _differences(batch: torch.Tensor, expected: torch.Tensor) -> dict:
 
 def compare_pipelines(data_root: Path, device: torch.device) -> dict[str, dict]:
     """Per configuration: the keys compared, how many values of the device's cached batch differ from the PIL
-    path's image-by-image reference, and the largest difference; the same for the PIL path's own batch (uint8
-    crops converted on the device, ``pil_on_device``)."""
+    path's image-by-image reference (decoded, resized, cropped, flipped and normalised in this process, as a
+    DataLoader worker does), and the largest difference; the same for the PIL path's own batch (uint8 crops
+    converted on the device, ``pil_on_device``)."""
     glyphs = get_spec(DATASET)
     ensure_generated(glyphs, data_root)
     split = load_split(glyphs, data_root, "train")

@@ -1,6 +1,6 @@
 """The parts of the check, in the order they run: the quick ones first, so a broken GPU path shows within a minute,
 then the benchmark, alone on the machine, and the mini tier last (the longest, and the least a GPU box needs to
-know first). On an H200 (2026-11-26): parity 1 s, pipelines 7 s, evaluation 15 s, resume 84 s, torchrun 45 s."""
+know first)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from dml_core.gpu_check.smoke import run_smoke
 from dml_core.gpu_check.torchrun import run_torchrun
 from dml_core.registry import Registry
 
-# needs_seconds: what a part takes to give its figures on a 16-core GPU box (H200 figures where measured, with room
-# for start-up; the others estimated): all of them for a part that cannot stop early, the first for one that
-# stops at the time limit with what it has (precision, smoke, bench, overhead, graphs).
+# needs_seconds: the seconds a part needs left to start (docs/gpu.md says where each comes from): all of its figures
+# for a part that cannot stop early, the first for one that stops at the time limit with what it has (precision,
+# smoke, bench, overhead, graphs).
 _PARTS = {
     part.name: part
     for part in (

@@ -1,20 +1,8 @@
 """The ``resume`` part: ``dml train`` of one small run on the GPU, killed with SIGKILL after its first checkpoint and
 resumed with ``--resume``, ends with the parameters of the same run trained without a stop.
 
-The run (``RESUME_RECIPE``): BN-Inception from random weights on the embedded glyphs at 32 px, 200 iterations of 8
-images, a checkpoint every 20, two DataLoader workers, SGD with momentum (optimiser state to restore), the margin
-loss with a learned beta per class and distance-weighted sampling from its own generator on the device (loss
-parameters and a CUDA generator state to restore), in fp32 as the recipes train by default.
-
-"Equal" means bitwise equal where the run is deterministic: when the resumed run's parameters differ from the
-reference's at all, a second uninterrupted run is trained; if it equals the first, the run is deterministic and the
-resumed one is wrong. If the two uninterrupted runs differ too (non-deterministic kernels), the largest relative
-difference of a tensor (2-norm of the difference over the reference's, as in the parity part; the model's and the
-loss's state, BN statistics included) must stay within ``RESUME_RTOL``. A resume that loses the momentum, the
-schedule, the sampler's place, an RNG or the loss's state changes whole steps; one step more or less is already
-0.33 on this run (measured on the CPU: a BN running mean; half of the 417 tensors move by over 1.8e-4), so 1e-2
-is 30 times below the smallest such error. The float-order noise of the GPU's kernels is reported beside it
-(``two_uninterrupted_runs_max_rel``; not measured yet: no GPU so far).
+The run (``RESUME_RECIPE``) has every kind of state a resume must restore: SGD's momentum, the schedule, the
+sampler's place, DataLoader workers, the margin loss's learned betas and its sampling generator on the device.
 """
 
 from __future__ import annotations
@@ -53,7 +41,7 @@ RESUME_RECIPE = {
     "training": {"iterations": 200, "eval_every": 200, "checkpoint_every": 20, "eval_batch_size": 256},
     "evaluation": {"recall_ks": [1, 2], "kmeans_iterations": 5},
 }
-RESUME_RTOL = 1e-2
+RESUME_RTOL = 1e-2  # where two uninterrupted runs differ: far below one step more or less (docs/gpu.md)
 KILL_DEADLINE_SECONDS = 300
 
 
@@ -134,7 +122,12 @@ def resume_check(
     recipe: dict, work_dir: Path, device: torch.device, data_root: Path, deadline: float | None = None
 ) -> Outcome:
     """Train ``recipe`` without a stop and killed-then-resumed on ``device``; compare the final parameters (each
-    child stopped at ``deadline``, the check's time limit)."""
+    child stopped at ``deadline``, the check's time limit).
+
+    Equal means bitwise equal where the run is deterministic: when the resumed run differs at all, a second
+    uninterrupted run is trained; if it equals the first, the resumed one is wrong. If the two differ too
+    (non-deterministic kernels), every tensor of the model's and the loss's state must stay within ``RESUME_RTOL``
+    relative (as in the parity part), and the two runs' own difference is reported beside it."""
     recipe_path = work_dir / "recipe.yaml"
     work_dir.mkdir(parents=True, exist_ok=True)
     recipe_path.write_text(yaml.safe_dump(copy.deepcopy(recipe)), encoding="utf-8")

@@ -1,12 +1,10 @@
 """The ``smoke`` part: the smoke tier of all five papers on the GPU, on both data pipelines, each (paper, pipeline)
 in a process of its own that trains its runs one after the other with DataLoader workers (``smoke_tier``).
 
-Budget (the whole check in one device call, within 8 minutes): on an H200 (16 cores) with the ten processes side
-by side, a smoke run took 11-19 s, so the whole tiers (159 runs, gpw 60 and cgml 54 of them) did not finish in
-156 s. So the PIL pipeline trains one run per distinct code path of each paper (``distinct_code_paths``: runs
-whose settings differ only in numbers and datasets run the same code; 48 runs of 163) and the cache pipeline the
-first ``CACHE_RUNS_PER_PAPER`` runs of each (by id), the (paper, pipeline) processes side by side, several at a
-time, each on a share of the CPU cores. ``python3 -m dml_core.gpu_check.smoke_tier KEY`` trains a whole tier.
+The whole tiers do not fit the check's one device call, so the PIL pipeline trains one run per distinct code path
+of each paper and the cache pipeline the first ``CACHE_RUNS_PER_PAPER`` runs of each (``smoke_jobs``), several
+processes side by side, each on a share of the CPU cores. ``python3 -m dml_core.gpu_check.smoke_tier KEY`` trains
+a whole tier.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ one process, then the linear plans and the tables), with DataLoader workers on.
 The smoke versions of the recipes load their images in the main process (``data.num_workers: 0``), so a tier run
 as it is would never start a worker; full-scale runs do. ``WithLoaderWorkers`` gives every planned run workers
 (``data.num_workers`` is not part of a recipe's content hash), so a process that trains several runs on the GPU
-starts workers after CUDA is initialised, which is how the first H100 run's workers died.
+starts workers after CUDA is initialised, the case where workers can die.
 
 ``python -m dml_core.gpu_check.smoke_tier KEY --pipeline P --out DIR --data-root DIR --device cuda [--only ID ...]``
 writes ``DIR/summary.json`` (runs trained, failed, the device each results file records); exit 1 when a run failed.

@@ -1,26 +1,10 @@
 """The ``overhead`` part: what each host-side setting costs damlrrm's step on the GPU, so that the next default is
 chosen from measurements.
 
-Why: on the first H200 run damlrrm's backbone bound (its recipe's step with a free loss) ran 57 ms a step while the
-profiler saw 21 ms of device work: the host is the bound (about 870 aten ops a step for GoogLeNet's forward and
-backward, each a launch, with autocast's casts and autograd's bookkeeping), so the 28 it/s target needs fewer or
-cheaper launches, not faster kernels. This part times the backbone bound (the recipe's model, batch, optimiser and
-schedule on one batch already on the device, the mean of the outputs as the loss) as the recipe runs it and with one
-change at a time:
-
-- ``recipe``: precision (fp32 by default: the shared reading ``precision``), channels_last and deterministic
-  algorithms as the recipe sets them;
-- ``deterministic_off``: cuDNN's and cuBLAS's free algorithm choice (changes the numbers run to run);
-- ``bf16``: the model under bf16 autocast (the reading's other value: faster kernels, a cast before each);
-- ``contiguous``: NCHW tensors instead of channels_last;
-- ``cuda_graphs``: the model's forward and backward captured once and replayed every step, as the trainer does with
-  ``training.cuda_graphs`` (``training.cuda_graphs.GraphedForward``): one launch for each instead of hundreds; the
-  loss, optimiser and schedule stay eager.
-
-Each variant is timed alone, ``TIMED_STEPS`` after ``WARMUP_STEPS``, from the same weights; its figure is it/s and
-its ratio to ``recipe``. A variant that cannot run is reported with its error and does not fail the part (a CUDA
-graph of a model that syncs the host is such a case): only the ``recipe`` figure is required. The check's time
-limit stops it between variants, with the figures of those done.
+damlrrm's step is bound by the host's launches, not the device (docs/gpu.md), so this part times the backbone bound
+(the recipe's model, batch, optimiser and schedule on one batch already on the device, the mean of the outputs as
+the loss) as the recipe runs it and with one setting changed at a time (``VARIANTS``), each alone, from the same
+weights. Only the ``recipe`` figure is required: a variant that cannot run is reported with its error.
 """
 
 from __future__ import annotations
@@ -42,6 +26,9 @@ from dml_core.training.step import train_step
 
 RUN = "damlrrm/ours-cub200"
 WARMUP_STEPS, TIMED_STEPS = 10, 60
+# recipe: as the recipe sets precision, channels_last and determinism; deterministic_off: cuDNN's and cuBLAS's free
+# algorithm choice; bf16: the model under bf16 autocast; contiguous: NCHW instead of channels_last; cuda_graphs: the
+# model's forward and backward captured once and replayed, as ``training.cuda_graphs`` does (loss and optimiser eager).
 VARIANTS = ("recipe", "deterministic_off", "bf16", "contiguous", "cuda_graphs")
 
 

@@ -1,27 +1,9 @@
 """The ``precision`` part: what the ``precision`` reading's other value (bf16 autocast of the model on CUDA; the
 default is fp32) does to a training step, beside what the step's own noise does.
 
-For every registered loss, on the GPU, from the parity part's model, weights and batch (``parity.one_step``): the
-whole step's update under bf16 autocast against the fp32 step's, ``||U_bf16 - U_fp32|| / ||U_fp32||`` (every
-parameter tensor together), and, as the scale it is read against, the fp32 step on another batch of the same
-classes (the same class means, other draws around them), ``||U_batch - U_fp32|| / ||U_fp32||``. Their ratio is the
-figure: bf16's perturbation of a step as a fraction of the perturbation that drawing another batch makes anyway
-(SGD's own noise). Reported, never a failure: it is evidence for the reading's default (``reproduce/readings.yaml``:
-fp32 until bf16 is shown harmless), not a correctness check; a loss whose ratio is near 1 or above would make bf16 a
-visible change of the method's steps.
-
-The same figure for each paper's main recipe (``recipes``: paper scale on the generated glyphs, random weights, the
-recipe's backbone, loss, optimiser and determinism, as the ``graphs`` part builds them): ``RECIPE_STEPS`` steps from
-one start on the run's first batch in fp32, again under bf16, and on its second batch in fp32; the update is the
-trainable parameters' change over the steps. There the backbone's convolutions run in bf16 too, which the MLP cannot
-show. A second scale sits beside another batch's: the fp32 steps on the first batch nudged by ``NUDGE`` (relative, a
-few fp32 roundings), since a step whose loss makes discrete choices (a tree, mined pairs) or whose optimiser
-normalises tiny gradients (Adam's first steps) can move far under any rounding; bf16 is a change of the method's
-steps only where it moves them well beyond that. The check's time limit stops it between recipes, with the figures of
-those done.
-
-What it cannot say: a few steps say nothing of how the difference accumulates over a run, which only a run under
-both values can (the reading's why); the weights are random, not ImageNet's.
+For every registered loss (on the parity part's MLP) and each paper's main recipe, bf16's change of the fp32 step's
+update is read against the change that another batch, or a nudge of the batch, makes anyway. Reported, never a
+failure: it is evidence for the reading's default (``reproduce/readings.yaml``: fp32 until bf16 is shown harmless).
 """
 
 from __future__ import annotations
@@ -68,7 +50,9 @@ def perturbations(fp32: dict, bf16: dict, other_batch: dict) -> dict:
 
 
 def precision_figures(loss_name: str, device: torch.device) -> dict:
-    """One loss's bf16 and other-batch perturbations of the fp32 step, and their ratio."""
+    """One loss's bf16 and other-batch perturbations of the fp32 step (``parity.one_step``: the parity part's MLP,
+    weights and batch; the other batch has the same class means), and their ratio: near 1 or above, bf16 would be a
+    visible change of the method's steps."""
     fp32 = one_step(loss_name, device).updates()
     return perturbations(
         fp32,
@@ -100,7 +84,10 @@ def _update_over_steps(run: OneBatchRun, settings, batch: tuple | None = None) -
 
 
 def recipe_precision_figures(recipe, context: CheckContext) -> dict:
-    """A main recipe's bf16, nudge and other-batch perturbations of its fp32 update over ``RECIPE_STEPS`` steps."""
+    """A main recipe's bf16, nudge and other-batch perturbations of its fp32 update over ``RECIPE_STEPS`` steps (the
+    trainable parameters' change), where the backbone's convolutions run in bf16 too. The nudge is a second scale: a
+    step that makes discrete choices (a tree, mined pairs) or normalises tiny gradients (Adam's first steps) can
+    move far under any rounding."""
     fp32_settings = recipe.training.model_copy(update={"bf16": False})
     bf16_settings = recipe.training.model_copy(update={"bf16": True})
     with run_determinism(context.device, recipe.training.deterministic):

@@ -132,7 +132,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def holm_adjusted(differences: Sequence[Difference]) -> list[Difference]:
-    """``differences`` with their p-values adjusted over the measured ones (an unmeasured one tests nothing)."""
+    """``differences`` with their p-values adjusted over those measured (a difference not measured tests nothing)."""
     measured = [index for index, difference in enumerate(differences) if difference.measured]
     adjusted = holm([differences[index].p_value for index in measured])
     result = list(differences)

@@ -1,28 +1,10 @@
 """The results gate: which results files may stand for a published row.
 
-A results file is data anyone can hand the table builder, so none is trusted. A deep-network file is admitted
-only when
-
-- it reads as a results file of the folder's kind (smoke or full), names this paper and rows that exist, and is
-  the only file of its run, readings and seed (``join.read_results_folder``);
-- it is no rehearsal (a run cut short by ``--max-steps``, written apart from the reproductions' anyway);
-- in full tables, its dataset is the dataset of every row it targets (no smoke or embedded-set run);
-- its recipe is the pinned run's: the run of ``reproduce/<key>/`` with its id, under the readings the file
-  records, with only the seed and the input pipeline set on top (:data:`ALLOWED_OVERRIDES`; a file run with any
-  other ``--set`` is not that run) and, in smoke tables, shrunk as ``--smoke`` does. That recipe's content hash
-  must be the file's, and so must the hash of the settings the file records; the rows it targets must be rows
-  that run targets, and its dataset and seed the recipe's;
-- every evaluation holds every metric its recipe's protocol measures, each a finite percentage, the last one at
-  the recipe's final iteration;
-- its ``selection`` (and each of its ``selections``) is what its ``evaluations`` give under the rule;
-- the index it recorded is the one prepared on this machine, where the data is here (``index_check``).
-
-A linear (anml Table 2) file is admitted when it reads, is of the folder's kind and names this paper and rows
-that exist: its schema already ties its summary to its splits.
-
-Anything else is a :class:`~dml_core.tables.gate.join.Refusal`: one line naming the file, the field, what was
-expected and what was found. The tables show refused files as refused, never as a row, and ``dml tables
---check`` fails on them.
+A results file is data anyone can hand the table builder, so none is trusted: a deep-network file is admitted only
+when it is the pinned run's (its recipe's content hash under the readings it records), for rows, dataset and seed of
+that run, with complete, finite evaluations that give its own selection (the whole list: ``results_problem`` and
+docs/recipes.md). Anything else is a :class:`~dml_core.tables.gate.join.Refusal` naming the file, the field, what
+was expected and what was found; the tables never show it as a row, and ``dml tables --check`` fails on it.
 """
 
 from __future__ import annotations
@@ -271,7 +253,9 @@ def check_numbers(results: ResultsFile, recipe: Recipe) -> None:
 
 def results_problem(results: AnyResults, paper: PublishedPaper, plan: Plan, tier: Tier) -> str | None:
     """Why the gate refuses ``results`` (one line: field, expected, found), or None when it admits it (the index
-    aside: :class:`~dml_core.tables.gate.index_check.IndexCheck`)."""
+    aside: :class:`~dml_core.tables.gate.index_check.IndexCheck`; one file a run, readings and seed:
+    ``join.read_results_folder``). A linear (anml Table 2) file is checked for its rows only: its schema already
+    ties its summary to its splits."""
     try:
         check_rows(results, paper, tier)
         if isinstance(results, ResultsFile):

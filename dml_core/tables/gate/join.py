@@ -1,17 +1,9 @@
 """Join results files to published rows: the long form, one line per (published row, run, reading, metric).
 
-Each results file names the published rows it reproduces (``targets``, copied from its recipe). Runs of the same
-recipe under the same readings with different seeds are pooled into mean and standard deviation; a run under
-non-default readings (its ``variant``) is a line of its own. Rows a run of the recipe layer targets but no
-results file covers yet are kept, marked "not run", so the long form shows what is still missing.
-
-Linear results files (anml Table 2) contribute one value per split, so their line shows mean ± sample std over
-splits, as the paper prints it; the published ``<metric>_std`` of such a row is the ± of the published line
-(``published_std``), not a line of its own: a spread is shown, never gated. The ``note`` column says how a
-linear number was obtained (splits, CV folds, K rule, and whether the grid is the paper's or a thinned one).
-
-The status compares the gap with the larger of the metric's tolerance and the measured spread of the line
-(``dml_core.tables.gate.noise``); smoke numbers get no status (``n/a (smoke)``): they are not comparable.
+Each results file names the published rows it reproduces (``targets``); runs of one recipe under the same readings
+are pooled over seeds (linear files over splits), and rows that planned runs target but no file covers yet are kept
+as "not run", so the long form shows what is still missing. A line's status compares its gap with its gate
+(``dml_core.tables.gate.noise``); smoke numbers get none (``n/a (smoke)``): they are not comparable.
 """
 
 from __future__ import annotations
@@ -272,6 +264,11 @@ def join(
     ``reproduced`` is the mean of the runs' selected numbers (``selection.metrics``), ``std`` their sample
     standard deviation, ``delta`` reproduced minus published; ``spread`` and ``gate`` as in
     :mod:`dml_core.tables.gate.noise`. Training-cost metrics are left to :mod:`dml_core.tables.pages.timing`.
+
+    A run under non-default readings (its ``variant``) is a line of its own. A linear file (anml Table 2) gives one
+    value a split, so its line shows mean ± sample std over splits, as the paper prints it; the row's published
+    ``<metric>_std`` is that line's ± (``published_std``), shown, never gated, and ``note`` says how the linear
+    number was obtained (``linear_note``).
     """
     runs = runs_by_target(paper, loaded)
     keys = set(runs)

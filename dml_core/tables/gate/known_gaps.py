@@ -1,27 +1,10 @@
 """Gaps between our numbers and the paper's whose cause we have established, and the reviewed waivers among them:
-``papers/<key>/known_gaps.yaml`` (optional). The tables link each such row's reproduced cells to the explanation,
-so a reader who sees "above" or "below" finds the why in one click.
+``papers/<key>/known_gaps.yaml`` (optional; the format: docs/nightly.md#waivers). The tables link each such row's
+reproduced cells to the explanation, so a reader who sees "above" or "below" finds the why in one click.
 
-A gap may carry a ``waiver``: a reviewed decision that the published number of these cells cannot be reproduced
-as printed (an impossible mean/std pair, a misprint), so a reproduced number below it does not fail the nightly
-gate. The waived cells keep their numbers and are shown and counted as "waived" (``▼ waived``), and ``dml tables
---check`` lists them apart from the failures. A waiver covers the comparison with the published number only: a
-drop against the previous nightly still fails.
-
-    paper: anml
-    gaps:
-    - table: table2
-      rows: [nca-uci-wine, pnca-uci-wine]
-      why: plain Euclidean kNN already scores 98.15 under the same protocol
-      see: reproduce/anml/table2_linear.md#full-protocol-results-so-far-tablesanmlmd
-    - table: table2
-      rows: [lanml-plus-uci-iris]
-      why: the published mean and std cannot both be right
-      see: reproduce/anml/table2_linear.md#full-protocol-results-so-far-tablesanmlmd
-      waiver:
-        metrics: [accuracy]
-        reviewed_in: issue 23
-        reviewed_on: 2026-01-31
+A ``waiver`` is a reviewed decision that the published number of these cells cannot be reproduced as printed (an
+impossible mean/std pair, a misprint): a number below it is shown "waived" and does not fail the nightly gate, but
+a drop against the previous nightly still does.
 """
 
 from __future__ import annotations
