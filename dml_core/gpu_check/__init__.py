@@ -5,5 +5,5 @@ measure what a setting would change in ``experiments/``. Each part's status, sec
 ``tables/benchmarks/gpu-check-<device>.json`` (``report``); what each part does: docs/gpu.md.
 
 The check may import the whole package (it trains, evaluates and reads the mini pages); nothing outside it imports
-it but the runner's expected hours (``report.device_slug``) and the tests and benchmarks.
+it but the tests and benchmarks.
 """

@@ -1,34 +1,8 @@
 """Recipe files: a base extended and overridden, runs declared one by one or as grids, readings as patches.
 
-A recipe file (YAML) may hold, every key optional:
-
-``extends: base.yaml``
-    the file whose settings this one starts from (relative to this file; chains are allowed, cycles are not);
-recipe settings
-    any fields of a recipe, nested or as dotted paths (``loss.params.alpha: 26``);
-``assumptions: [id, ...]``
-    ids of ``assumptions.yaml`` (in the paper's folder) these runs rest on; a recipe outside a paper folder states
-    sentences instead (``[sentence, ...]``, or ``{id: sentence}`` as ``dml recipes show`` prints them);
-``readings: {name: {value: settings, ...}}``
-    for each named reading of ``assumptions.yaml``, what each of its values changes for these runs (the shared
-    readings of ``reproduce/readings.yaml`` say it there, for every run); a recipe outside a paper folder may record
-    readings already applied to its settings as ``{name: value}`` (what ``dml recipes show`` prints), with ``variant``;
-``runs: [entry, ...]``
-    the runs the file declares (a file without runs is a base for others; runs are not inherited);
-``targets: {run id: ["table/row", ...]}``
-    published rows of runs, beside those their entries name.
-
-An entry holds ``id`` (a ``str.format`` template over the grid's axis names), optional ``description`` (the
-same), ``targets`` (``"table/row"`` templates; ``{id}`` is the run's id), ``grid`` (``{axis: {label:
-settings}}``: one run per combination, axes in order) and settings, assumptions and readings of its own.
-
-Settings apply in this order, later winning: the extends chain (base first), the file, the entry, each axis in
-order, then the chosen value of each reading (its default unless asked). Mappings merge key by key; lists and
-scalars replace; assumptions accumulate, and so do a reading's patches (every declaration lists every value; a
-value's patches apply in declaration order, so a file may add to what its base's patch changes). A layer that
-switches a component (``loss.name``, ``loss.params.base``, ``sampler.name``, ``model.head.name``) drops the
-parameters of the component it replaces, and a layer that sets one of two settings that exclude each other
-(``training.iterations`` / ``training.epochs``, the same in ``mini``) drops the other, unless it sets both.
+A file may hold ``extends``, settings (nested or as dotted paths), ``assumptions``, ``readings``, ``runs`` and
+``targets``; docs/recipes.md gives each key and the order in which the layers apply. Each value keeps the file it
+came from, so a refused setting names its file.
 """
 
 from __future__ import annotations
