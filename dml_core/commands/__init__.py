@@ -1,1 +1,4 @@
-"""Subcommands of the ``dml`` command, one module each."""
+"""Subcommands of the ``dml`` command, one module each.
+
+They may import any part below them (runner, tables, training...); only ``cli`` imports them.
+"""

@@ -4,6 +4,9 @@ Where to look: ``registry.DATASETS`` (names, counts, sources), ``prepare.prepare
 ``loading.load_split``, ``images.ImageDataset``, ``transforms.build_transform``, ``samplers.SAMPLERS``.
 The canonical index is ``<root>/<dataset>/dml_index.csv`` (``index.INDEX_FILENAME``). Preparing, loading and
 caching take the dataset's ``DatasetSpec``: its name is looked up once, where a command or a run starts.
+
+It may import ``recipes`` (the settings it reads) and the top-level helpers; ``models``, ``pipeline`` and the parts
+above them import it.
 """
 
 from dml_core.data.images import ImageDataset, load_image

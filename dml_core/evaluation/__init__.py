@@ -2,6 +2,9 @@
 
 The package's names load on first use (PEP 562): the recipe schema reads the metric names from ``registry``
 (numpy only), which must not load torch and faiss with ``evaluate``.
+
+It imports only the top-level helpers (``errors``, ``registry``); training, linear, the tables and the runner
+import it.
 """
 
 from __future__ import annotations

@@ -10,4 +10,6 @@
 - ``knn_accuracy``: kNN accuracy for every K in 1..40 in one pass (one learned map, or many at once).
 - ``protocol``: the Table 2 protocol (splits, 5-fold CV over the paper's grids, kNN).
 - ``uci``: the 15 data sets of Table 2.
+
+It may import ``evaluation`` and the top-level helpers; the runner, the commands and the tables import it.
 """

@@ -4,6 +4,8 @@ Every loss is a ``MetricLoss`` (``base``); find one by name in ``LOSSES`` or bui
 parameters with ``build_loss(name, **params)`` (``registry``). A loss's learnable state (proxies, a learned margin
 ``beta``) is registered on it, so ``loss.parameters()`` yields exactly that and can get its own learning rate
 (docs/training.md, "Losses").
+
+It imports only the top-level helpers; training and the runner's component check import it.
 """
 
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss

@@ -3,6 +3,9 @@
 backbone = build_backbone("bn_inception", weights="pretrained")   # or a path, or "random"
 model = EmbeddingModel(backbone, "avg", LinearEmbedding(backbone.feature_dim, 512), frozen_bn=True)
 optimizer = torch.optim.Adam(parameter_groups(model, lr=1e-5, new_layer_lr_multiplier=10))
+
+It may import ``data`` (input conventions, the glyph sets of the mini tier's pretrained start) and the top-level
+helpers; training, the runner, the commands and the GPU check import it.
 """
 
 from dml_core.models.backbones import BACKBONES, PRETRAINED, RANDOM, Backbone, build_backbone
