@@ -199,11 +199,16 @@ class ResultsFile(TierRecorded):
 
     @property
     def training_precision(self) -> Precision:
-        """The recorded precision, or for a file written before it was recorded what that run did: bf16 autocast on
-        CUDA where its recipe's ``training.bf16`` (true unless set) asked for it, fp32 otherwise."""
+        """The recorded precision, or for a file written before it was recorded what that run did: its recipe's
+        ``training.precision`` on CUDA, fp32 otherwise."""
         if self.precision is not None:
             return self.precision
-        return forward_precision(self.device_type, bool(self.recipe.content.get("training", {}).get("bf16", True)))
+        training = self.recipe.content.get("training", {})
+        if "precision" in training:
+            return forward_precision(self.device_type, training["precision"])
+        # A recipe recorded before ``training.precision`` sets the flag it replaced, ``bf16``, whose default was true
+        # then: a recipe that does not set it trained in bf16 on CUDA.
+        return forward_precision(self.device_type, "bf16" if training.get("bf16", True) else "fp32")
 
     @property
     def device_type(self) -> str:
@@ -449,7 +454,7 @@ def deep_results_payload(
         "seed": recipe.training.seed,
         "tier": tier.value,
         "world_size": world_size,
-        "precision": forward_precision(device_type, recipe.training.bf16),
+        "precision": forward_precision(device_type, recipe.training.precision),
         "index_hashes": index_hashes,
         "git": git,
         "environment": environment,

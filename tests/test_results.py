@@ -158,6 +158,10 @@ def test_the_training_precision_is_recorded_and_older_files_read_it_from_their_r
     fp32_recipe = {**_payload()["recipe"], "content": {"training": {"bf16": False}}}
     assert loaded("old-cuda-fp32", environment={"device": "cuda"}, recipe=fp32_recipe).training_precision == "fp32"
     assert loaded("old-cpu", environment={"device": "cpu"}).training_precision == "fp32"
+    # a recipe that records training.precision, read as it says
+    for precision in ("fp32", "bf16"):
+        recipe = {**_payload()["recipe"], "content": {"training": {"precision": precision}}}
+        assert loaded(precision, environment={"device": "cuda"}, recipe=recipe).training_precision == precision
     assert loaded("old-cpu").precision is None
 
 

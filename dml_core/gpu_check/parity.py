@@ -18,7 +18,7 @@ from dml_core.evaluation.knn import exact_fp32_matmul
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
 from dml_core.losses import LOSSES, build_loss, with_run_values
 from dml_core.models.relational_head import RelationalHead
-from dml_core.recipes.settings import TrainingSettings
+from dml_core.recipes.settings import Precision, TrainingSettings
 from dml_core.training.step import train_step
 
 FEATURES, HIDDEN, EMBEDDING = 24, 32, 16
@@ -87,9 +87,12 @@ def _parameters(model: nn.Module, loss_fn: nn.Module) -> dict[str, torch.Tensor]
     return {name: parameter.detach().to("cpu", torch.float64, copy=True) for name, parameter in named}
 
 
-def one_step(loss_name: str, device: torch.device, bf16: bool = False, noise_seed: int | None = None) -> StepRecord:
-    """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0 (``bf16``: the model's
-    forward under the trainer's bf16 autocast, which is CUDA's only; ``noise_seed``: ``parity_batch``'s).
+def one_step(
+    loss_name: str, device: torch.device, precision: Precision = "fp32", noise_seed: int | None = None
+) -> StepRecord:
+    """One SGD step of ``loss_name`` on ``device`` from weights built on the CPU from seed 0 (``precision``: "bf16"
+    puts the model's forward under the trainer's bf16 autocast, which is CUDA's only; ``noise_seed``:
+    ``parity_batch``'s).
 
     Plain SGD (lr 1, no momentum) makes an update minus the gradient, so a difference between devices is the
     gradient's, not amplified: Adam's first step, lr * g / (|g| + eps), would turn noise in a near-zero gradient
@@ -102,7 +105,7 @@ def one_step(loss_name: str, device: torch.device, bf16: bool = False, noise_see
     features, labels = (tensor.to(device) for tensor in parity_batch(noise_seed))
     optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=1.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-    settings = TrainingSettings(iterations=1, bf16=bf16, channels_last=False)
+    settings = TrainingSettings(iterations=1, precision=precision, channels_last=False)
     before = _parameters(model, loss_fn)
     with exact_fp32_matmul():
         loss = train_step(model, loss_fn, optimizer, scheduler, features, labels, settings)

@@ -54,8 +54,10 @@ def computation(recipe: Recipe) -> dict[str, Any]:
     # Hashed by what it computes: both pipelines give the same batches on random crops. "pil" stays in the tree
     # (every hash from before "auto" existed keeps its value).
     tree["data"]["pipeline"] = recipe.data.hashed_pipeline
-    # A shared reading is hashed by the settings its value sets (training.bf16, evaluation.selection), which are
-    # hashed themselves: runs hashed before it existed keep their hashes.
+    # Hashed as the flag it replaced (bf16: true | false), so every earlier run keeps its hash.
+    tree["training"]["bf16"] = tree["training"].pop("precision") == "bf16"
+    # A shared reading is hashed by the settings its value sets (training.precision, evaluation.selection), which
+    # are hashed themselves: runs hashed before it existed keep their hashes.
     tree["readings"] = {name: value for name, value in tree["readings"].items() if not is_shared_reading(name)}
     # A paper's reading added after its runs were hashed is hashed only at another value than "as before" (its
     # default, whose settings are those of the earlier runs); its other values set settings of their own.

@@ -161,15 +161,14 @@ class ScheduleSettings(StrictModel):
 Precision = Literal["fp32", "bf16"]
 
 
-def forward_precision(device_type: str, bf16: bool) -> Precision:
-    """The precision of a run's training forward on a device of ``device_type``: bf16 autocast on CUDA where
-    ``training.bf16`` (the shared reading ``precision``) asks for it, fp32 otherwise (``training.step.autocast``;
-    the results file records it).
+def forward_precision(device_type: str, precision: Precision) -> Precision:
+    """The precision of a run's training forward on a device of ``device_type``: ``training.precision`` (the shared
+    reading ``precision``) on CUDA, fp32 elsewhere (``training.step.autocast``; the results file records it).
 
-    >>> forward_precision("cuda", True), forward_precision("cuda", False), forward_precision("cpu", True)
+    >>> forward_precision("cuda", "bf16"), forward_precision("cuda", "fp32"), forward_precision("cpu", "bf16")
     ('bf16', 'fp32', 'fp32')
     """
-    return "bf16" if device_type == "cuda" and bf16 else "fp32"
+    return precision if device_type == "cuda" else "fp32"
 
 
 def _with_one_length(settings: Any) -> Any:
@@ -186,9 +185,9 @@ class TrainingSettings(StrictModel):
     eval_every: PositiveInt = 1000
     checkpoint_every: PositiveInt = 1000
     seed: NonNegativeInt = 0
-    # autocast of the model on CUDA only (losses and test embeddings in fp32); CPU runs stay fp32. The recipes set it
-    # through the shared reading ``precision`` (reproduce/readings.yaml)
-    bf16: bool = False
+    # the model's precision on CUDA, where bf16 autocasts it (losses and test embeddings in fp32); CPU runs stay
+    # fp32. The recipes set it through the shared reading ``precision`` (reproduce/readings.yaml)
+    precision: Precision = "fp32"
     channels_last: bool = True  # CUDA only
     compile: bool = False  # torch.compile the model
     # CUDA only: capture the model's training forward and backward as CUDA graphs once, replay them every step
@@ -200,6 +199,19 @@ class TrainingSettings(StrictModel):
     evaluate_at_start: bool = False  # evaluate before the first update too (the mini tier's untrained numbers)
     # deterministic kernels (CUDA too: cuDNN, cuBLAS; ``training.determinism``); false trades them for speed
     deterministic: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _precision_from_bf16(cls, data: Any) -> Any:
+        """Read the flag this setting replaced (``bf16: true | false``), which committed results files record."""
+        if not isinstance(data, dict) or "bf16" not in data:
+            return data
+        if "precision" in data:
+            raise ValueError("training.bf16 and training.precision: expected precision only, found both")
+        data = dict(data)
+        bf16 = data.pop("bf16")
+        data["precision"] = ("bf16" if bf16 else "fp32") if isinstance(bf16, bool) else bf16
+        return data
 
     @model_validator(mode="after")
     def _one_length(self) -> TrainingSettings:

@@ -80,7 +80,7 @@ def _on_embedded_glyphs(
     tree["data"]["transforms"].update(crop_size=image_size, resize=resize)
     tree["model"]["weights"] = "random"
     tree["sampler"]["params"].update(sampler_params)
-    tree["training"]["bf16"] = False
+    tree["training"]["precision"] = "fp32"
     tree["evaluation"]["recall_ks"] = [1, 2, 4, 8]
     return tree
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from dml_core.errors import InputError
-from dml_core.recipes.settings import TrainingSettings, forward_precision
+from dml_core.recipes.settings import Precision, TrainingSettings, forward_precision
 
 Capture = Callable[[nn.Module, torch.Tensor], Callable[[torch.Tensor], tuple[torch.Tensor, ...]]]
 
@@ -96,8 +96,8 @@ class GraphedForward:
     batch) and every call outside training (evaluation, no-grad) run eagerly.
     """
 
-    def __init__(self, model: nn.Module, bf16: bool, capture: Capture = _capture_graphs) -> None:
-        self.model, self.bf16, self.capture = model, bf16, capture
+    def __init__(self, model: nn.Module, precision: Precision, capture: Capture = _capture_graphs) -> None:
+        self.model, self.precision, self.capture = model, precision, capture
         self._replay: Callable[[torch.Tensor], object] | None = None
         self._captured_layout: tuple | None = None
         self.eager_calls = 0
@@ -115,7 +115,7 @@ class GraphedForward:
     def _captured(self, images: torch.Tensor) -> Callable[[torch.Tensor], object]:
         device = images.device
         flat = TupleOutput(self.model)
-        bf16 = forward_precision(device.type, self.bf16) == "bf16"
+        bf16 = forward_precision(device.type, self.precision) == "bf16"
         # The step's own autocast, with the cast cache off (a capture refuses it; a forward uses each weight once).
         with (
             _state_kept(self.model, device),
@@ -136,5 +136,5 @@ def training_forward(model: nn.Module, settings: TrainingSettings, device: torch
     if settings.compile:
         return torch.compile(model)
     if uses_cuda_graphs(settings, device):
-        return GraphedForward(model, settings.bf16)
+        return GraphedForward(model, settings.precision)
     return model

@@ -51,7 +51,7 @@ class TestSetEmbedder:
         )
 
     def __call__(self, model) -> np.ndarray:
-        """Embeddings of every item in order (model in eval mode, no gradients), in fp32 whatever ``training.bf16``
+        """Embeddings of every item in order (model in eval mode, no gradients), in fp32 whatever ``training.precision``
         says: bf16 keeps 3 significant digits, which would reorder near neighbours the exact search then ranks."""
         was_training = model.training
         model.eval()

@@ -9,15 +9,15 @@ from contextlib import nullcontext
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from dml_core.recipes.settings import TrainingSettings, forward_precision
+from dml_core.recipes.settings import Precision, TrainingSettings, forward_precision
 from dml_core.training.distributed import Sharding
 
 
-def autocast(device: torch.device, enabled: bool):
-    """The training forward's autocast: bf16 where ``forward_precision`` says so (CUDA, ``training.bf16``), none
-    otherwise: CPU runs stay fp32 (and deterministic). Evaluation embeds in fp32 always
+def autocast(device: torch.device, precision: Precision):
+    """The training forward's autocast: bf16 where ``forward_precision`` says so (CUDA, ``training.precision``),
+    none otherwise: CPU runs stay fp32 (and deterministic). Evaluation embeds in fp32 always
     (``evaluation.TestSetEmbedder``)."""
-    if forward_precision(device.type, enabled) == "bf16":
+    if forward_precision(device.type, precision) == "bf16":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return nullcontext()
 
@@ -57,7 +57,7 @@ def train_step(
     device = images.device
     if device.type == "cuda" and settings.channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
-    with autocast(device, settings.bf16):
+    with autocast(device, settings.precision):
         output = forward(images)
     output = fp32(output)
     if sharding is not None:

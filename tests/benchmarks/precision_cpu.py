@@ -33,9 +33,9 @@ from dml_core.training import step
 OUT = Path(__file__).resolve().parents[2] / "tables" / "benchmarks" / "precision-cpu.json"
 
 
-def cpu_autocast_for_cuda(device: torch.device, enabled: bool):
-    """The CPU's bf16 autocast where the trainer would autocast on CUDA (``enabled``: ``training.bf16``)."""
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
+def cpu_autocast_for_cuda(device: torch.device, precision: str):
+    """The CPU's bf16 autocast where the trainer would autocast on CUDA (``precision``: ``training.precision``)."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
 def measure(data_root: Path, work_dir: Path, runs: tuple[str, ...] | None = None) -> dict[str, dict]:

@@ -21,8 +21,8 @@ from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
 
 # What 40ae3e4 hashed the tiny run as on the cache pipeline (the same batches as its PIL runs, hashed apart then), when
-# training.bf16 was true unless set (a CPU run is fp32 whatever it says).
-BF16_AS_THEN = {"bf16": True}
+# training.bf16, the flag training.precision replaced, was true unless set (a CPU run is fp32 whatever it says).
+BF16_AS_THEN = {"precision": "bf16"}
 TINY_CACHE_HASH_BEFORE_AUTO = "72e1cdca48c214e1a15a839fe8184262cc42dd93336d314b093c6edd3e7914ee"
 
 

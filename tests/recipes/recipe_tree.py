@@ -12,7 +12,8 @@ BASE = {
     "sampler": {"name": "pk", "params": {"classes_per_batch": 8, "images_per_class": 4}},
     "optimizer": {"name": "adam", "lr": 1e-5},
     "schedule": {"name": "multistep", "milestones": [1000, 2000], "gamma": 0.5},
-    "training": {"iterations": 4000, "eval_every": 500, "bf16": True},  # bf16: its default when the hashes were pinned
+    # precision: bf16, the default when the hashes were pinned
+    "training": {"iterations": 4000, "eval_every": 500, "precision": "bf16"},
 }
 
 

@@ -33,6 +33,16 @@ def test_fields_added_later_leave_the_hash_of_runs_that_do_not_use_them_as_it_wa
     assert load_recipe(write_recipe(tmp_path, reworded)).mini_hash() != recipe.mini_hash()
 
 
+def test_the_precision_is_read_and_hashed_as_the_flag_it_replaced(tmp_path):
+    recipe = load_recipe(write_recipe(tmp_path, BASE))  # BASE's precision: bf16
+    training = {key: value for key, value in BASE["training"].items() if key != "precision"}
+    flagged = load_recipe(write_recipe(tmp_path, {**BASE, "training": {**training, "bf16": True}}))
+    assert flagged.training.precision == "bf16" and flagged.content_hash() == recipe.content_hash() == BASE_HASH
+    fp32 = load_recipe(write_recipe(tmp_path, BASE), ["training.precision=fp32"])
+    assert fp32.computation()["training"]["bf16"] is False and "precision" not in fp32.computation()["training"]
+    assert fp32.content_hash() != recipe.content_hash()
+
+
 # Hashes 40ae3e4 (before data.pipeline "auto") gave BASE with random crops on each pipeline, and BASE (random resized
 # crops) on the cache pipeline.
 RANDOM_CROP_PIL_HASH = "02ab36b81230cc8e8ec95e48e7e56b178c5bf56e83c329587a4db9957a33f4eb"

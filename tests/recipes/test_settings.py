@@ -36,6 +36,8 @@ def test_loads_and_fills_defaults(tmp_path):
         ({"data": {"dataset": "cub200", "validation": {"seed": 1}}}, "field data.validation.fraction: Field required"),
         ({"evaluation": {"selection": "best_val_r1"}}, "'best_val_r1' selects on the validation split; expected data"),
         ({"evaluation": {"selection": "best_loss"}}, "field evaluation.selection"),
+        ({"training": {"iterations": 10, "precision": "fp16"}}, "field training.precision"),
+        ({"training": {"iterations": 10, "precision": "fp32", "bf16": True}}, "expected precision only, found both"),
     ],
 )
 def test_malformed_recipes_name_file_and_field(tmp_path, change, message):

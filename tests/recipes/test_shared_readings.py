@@ -18,7 +18,7 @@ SHARED = {
             "values": {"fp32": "fp32", "bf16": "bf16 autocast"},
             "default": "fp32",
             "why": "as the papers trained",
-            "patches": {"fp32": {"training.bf16": False}, "bf16": {"training.bf16": True}},
+            "patches": {"fp32": {"training.precision": "fp32"}, "bf16": {"training.precision": "bf16"}},
         }
     }
 }
@@ -38,9 +38,9 @@ def test_every_run_rests_on_a_shared_reading_and_keeps_the_hash_it_had_before_it
     run = run_of_file(_with_shared(tmp_path / "after") / "base.yaml")
     assert run.reading_names == ["precision", "damlrrm.lr"]
     default, bf16 = run.recipe(), run.recipe({"precision": "bf16"})
-    assert default.readings == {"precision": "fp32", "damlrrm.lr": "1e-4"} and not default.training.bf16
-    assert default.content_hash() == before.content_hash()  # hashed by training.bf16, as it was
-    assert bf16.training.bf16 and bf16.variant == "precision=bf16"
+    assert default.readings == {"precision": "fp32", "damlrrm.lr": "1e-4"} and default.training.precision == "fp32"
+    assert default.content_hash() == before.content_hash()  # hashed by training.precision, as it was
+    assert bf16.training.precision == "bf16" and bf16.variant == "precision=bf16"
     assert bf16.content_hash() != default.content_hash()
 
 
@@ -54,7 +54,7 @@ def test_a_paper_takes_its_own_default_of_a_shared_reading(tmp_path):
         "fp32 or bf16 on CUDA?",
     )
     recipe = paper.run("one").recipe()
-    assert recipe.training.bf16 and recipe.variant == ""
+    assert recipe.training.precision == "bf16" and recipe.variant == ""
 
 
 def _shared_with(mutate):
@@ -73,7 +73,7 @@ def _shared_with(mutate):
             r"found bf16",
         ),
         (
-            _shared_with(lambda r: r["patches"].update(fp32={"training.bf16": True})),
+            _shared_with(lambda r: r["patches"].update(fp32={"training.precision": "bf16"})),
             ASSUMPTIONS,
             r"readings\.precision\.patches: two values set the same settings",
         ),

@@ -54,7 +54,7 @@ def _protocol(recipe) -> dict:
         "optimizer": recipe.optimizer,
         "schedule": recipe.schedule,
         "length": (recipe.training.iterations, recipe.training.epochs, recipe.training.eval_every),
-        "precision": recipe.training.bf16,
+        "precision": recipe.training.precision,
         "validation": recipe.data.validation,
         "selection": recipe.evaluation.selection,
         "evaluation": recipe.evaluation,

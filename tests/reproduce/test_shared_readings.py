@@ -66,16 +66,16 @@ def test_every_run_rests_on_both_shared_readings_at_its_papers_default(run):
 def test_precision_decides_the_autocast_of_the_training_forward_on_cuda_and_never_on_the_cpu(run):
     for value in ("fp32", "bf16"):
         recipe = run.recipe({"precision": value})
-        assert forward_precision("cuda", recipe.training.bf16) == value
-        assert forward_precision("cpu", recipe.training.bf16) == "fp32"
+        assert recipe.training.precision == value and forward_precision("cuda", recipe.training.precision) == value
+        assert forward_precision("cpu", recipe.training.precision) == "fp32"
         assert _results(recipe, "cuda").precision == value
         assert _results(recipe, "cpu").precision == "fp32"
         assert recipe.variant == ("" if value == run.default_reading("precision") else f"precision={value}")
 
 
-def _autocast_as_on_cuda(device: torch.device, enabled: bool):
+def _autocast_as_on_cuda(device: torch.device, precision: str):
     """The trainer's decision for a CUDA device, opened as the CPU's bf16 autocast (no GPU here)."""
-    bf16 = forward_precision("cuda", enabled) == "bf16"
+    bf16 = forward_precision("cuda", precision) == "bf16"
     return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
 
 

@@ -80,7 +80,7 @@ def test_the_first_training_step_gives_eager_numbers_and_statistics_despite_the_
     torch.manual_seed(0)
     net, batch = _Net(), torch.randn(6, 4)
     eager = copy.deepcopy(net)
-    graphed = GraphedForward(net, bf16=False, capture=_warm_up_then_return)
+    graphed = GraphedForward(net, precision="fp32", capture=_warm_up_then_return)
     torch.manual_seed(1)
     expected = eager(batch)
     torch.manual_seed(1)
@@ -94,7 +94,7 @@ def test_the_first_training_step_gives_eager_numbers_and_statistics_despite_the_
 
 def test_other_calls_run_eagerly_and_are_counted_when_training():
     net = _Net()
-    graphed = GraphedForward(net, bf16=False, capture=_warm_up_then_return)
+    graphed = GraphedForward(net, precision="fp32", capture=_warm_up_then_return)
     graphed(torch.randn(6, 4))
     graphed(torch.randn(5, 4))  # an epoch's short last batch
     assert graphed.eager_calls == 1
@@ -122,14 +122,14 @@ class _PairNet(nn.Module):
 
 
 def test_a_dataclass_output_goes_through_the_graph_as_a_tuple_and_comes_back_whole():
-    graphed = GraphedForward(_PairNet(), bf16=False, capture=_warm_up_then_return)
+    graphed = GraphedForward(_PairNet(), precision="fp32", capture=_warm_up_then_return)
     output = graphed(torch.ones(2, 4))
     assert isinstance(output, _Pair)
     torch.testing.assert_close(output.extra, output.embedding.pow(2))
 
 
 def test_an_output_a_graph_cannot_hand_back_is_refused_by_name():
-    graphed = GraphedForward(_ListNet(), bf16=False, capture=_warm_up_then_return)
+    graphed = GraphedForward(_ListNet(), precision="fp32", capture=_warm_up_then_return)
     with pytest.raises(TypeError, match="expected the model to return a tensor or a dataclass of tensors, found list"):
         graphed(torch.ones(2, 4))
 

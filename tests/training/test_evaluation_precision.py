@@ -1,4 +1,4 @@
-"""Test embeddings are computed in fp32 whatever ``training.bf16`` says: bf16 keeps about 3 significant digits,
+"""Test embeddings are computed in fp32 whatever ``training.precision`` says: bf16 keeps about 3 significant digits,
 which reorders near neighbours that the exact fp32 kNN search then ranks. The CUDA autocast is stood in for by the
 CPU's bf16 autocast (the trainer's helper is patched to open it where it would open CUDA's)."""
 
@@ -14,8 +14,8 @@ from dml_core.training.evaluation import evaluate_model
 from tests.training.ddp_step_worker import TINY_RECIPE, ItemsWithLabels
 
 
-def _bf16_as_on_cuda(device: torch.device, enabled: bool):
-    return torch.autocast("cpu", dtype=torch.bfloat16) if enabled else nullcontext()
+def _bf16_as_on_cuda(device: torch.device, precision: str):
+    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_the_stand_in_autocasts_the_training_forward(autocast_as_on_cuda):
     model = RecordingModel()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.ConstantLR(optimizer)
-    settings = TrainingSettings(iterations=1, bf16=True)
+    settings = TrainingSettings(iterations=1, precision="bf16")
     loss = step.train_step(
         model, lambda output, _: output.pow(2).mean(), optimizer, scheduler, torch.randn(8, 4), torch.zeros(8), settings
     )
@@ -55,7 +55,7 @@ def test_the_stand_in_autocasts_the_training_forward(autocast_as_on_cuda):
 
 
 def test_evaluation_embeds_without_autocast_though_the_recipe_trains_in_bf16(autocast_as_on_cuda):
-    recipe = Recipe.model_validate({**TINY_RECIPE, "training": {**TINY_RECIPE["training"], "bf16": True}})
+    recipe = Recipe.model_validate({**TINY_RECIPE, "training": {**TINY_RECIPE["training"], "precision": "bf16"}})
     labels = torch.arange(40) % 4
     items = torch.randn(40, 4, generator=torch.Generator().manual_seed(0)) + labels[:, None].float()
     model = RecordingModel()

@@ -57,15 +57,16 @@ def largest_drift(reference: dict[str, torch.Tensor], other: dict[str, torch.Ten
 def compare_forwards(
     recipe, context: CheckContext, graphed=GraphedForward, steps: int = STEPS, warmup=WARMUP_STEPS, timed=TIMED_STEPS
 ) -> dict:
-    """One recipe's drifts (eager again, graphed; each against eager) and it/s of both ways; ``graphed(model, bf16)``
-    makes the graphed forward (the trainer's; a CPU test passes one with a stand-in capture)."""
+    """One recipe's drifts (eager again, graphed; each against eager) and it/s of both ways;
+    ``graphed(model, precision)`` makes the graphed forward (the trainer's; a CPU test passes one with a stand-in
+    capture)."""
     device = context.device
     with run_determinism(device, recipe.training.deterministic):
         run = OneBatchRun.build(recipe, context)
         settings, loss_fn = recipe.training, run.parts.loss
 
         def forward(way: str):
-            return graphed(run.parts.model, settings.bf16) if way == "graphed" else run.parts.model
+            return graphed(run.parts.model, settings.precision) if way == "graphed" else run.parts.model
 
         states = {}
         for name in ("eager", "eager_again", "graphed"):

@@ -76,7 +76,7 @@ def _variant(name: str, parts, images: torch.Tensor, settings, device: torch.dev
     deterministic = settings.deterministic and name != "deterministic_off"
     with run_determinism(device, deterministic):
         if name == "bf16":
-            yield parts.model, images, settings.model_copy(update={"bf16": True})
+            yield parts.model, images, settings.model_copy(update={"precision": "bf16"})
         elif name == "contiguous":
             parts.model.to(memory_format=torch.contiguous_format)
             try:
@@ -88,7 +88,8 @@ def _variant(name: str, parts, images: torch.Tensor, settings, device: torch.dev
             if device.type != "cuda":
                 raise RuntimeError("CUDA graphs need a CUDA device")
             # the trainer's own graphed forward (it captures at the first step, one of the warm-up steps)
-            yield GraphedForward(parts.model, settings.bf16), images, settings.model_copy(update={"cuda_graphs": True})
+            graphed = GraphedForward(parts.model, settings.precision)
+            yield graphed, images, settings.model_copy(update={"cuda_graphs": True})
         else:
             yield parts.model, images, settings
 

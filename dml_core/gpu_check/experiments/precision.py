@@ -56,7 +56,7 @@ def precision_figures(loss_name: str, device: torch.device) -> dict:
     fp32 = one_step(loss_name, device).updates()
     return perturbations(
         fp32,
-        one_step(loss_name, device, bf16=True).updates(),
+        one_step(loss_name, device, precision="bf16").updates(),
         one_step(loss_name, device, noise_seed=OTHER_BATCH).updates(),
     )
 
@@ -88,8 +88,8 @@ def recipe_precision_figures(recipe, context: CheckContext) -> dict:
     trainable parameters' change), where the backbone's convolutions run in bf16 too. The nudge is a second scale: a
     step that makes discrete choices (a tree, mined pairs) or normalises tiny gradients (Adam's first steps) can
     move far under any rounding."""
-    fp32_settings = recipe.training.model_copy(update={"bf16": False})
-    bf16_settings = recipe.training.model_copy(update={"bf16": True})
+    fp32_settings = recipe.training.model_copy(update={"precision": "fp32"})
+    bf16_settings = recipe.training.model_copy(update={"precision": "bf16"})
     with run_determinism(context.device, recipe.training.deterministic):
         run = OneBatchRun.build(recipe, context, spare_batch=True)
         fp32 = _update_over_steps(run, fp32_settings)

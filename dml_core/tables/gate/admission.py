@@ -163,7 +163,7 @@ def check_identity(results: ResultsFile, recipe: Recipe) -> None:
         ("dataset", recipe.data.dataset, results.dataset),
         ("seed", recipe.training.seed, results.seed),
         ("backbone", recipe.model.backbone, results.backbone),
-        ("precision", forward_precision(results.device_type, recipe.training.bf16), results.training_precision),
+        ("precision", forward_precision(results.device_type, recipe.training.precision), results.training_precision),
     ):
         if expected != found:
             raise _field(name, f"{expected!r} (its recipe's)", repr(found))

@@ -236,7 +236,7 @@ def test_a_results_file_of_another_dataset_is_refused(root):
 
 
 def test_a_precision_its_recipe_does_not_train_in_on_that_device_is_refused(root):
-    payload = pinned_payload()  # on an H100, its recipe at training.bf16's default: fp32
+    payload = pinned_payload()  # on an H100, its recipe at training.precision's default: fp32
     _forge(root, {**payload, "precision": "fp32"}, name="honest-seed0.json")
     assert _admit(root).refused == []
     _forge(root, {**payload, "precision": "bf16"}, name="honest-seed0.json")

@@ -62,7 +62,7 @@ def test_the_page_reads_like_the_paper_with_our_numbers_beside_it(results):
         in text
     )
     assert "k-means faiss (20 iterations, seed 0), NMI arithmetic" in text
-    # the precision the runs trained in on their GPU: training.bf16's default, fp32
+    # the precision the runs trained in on their GPU: training.precision's default, fp32
     assert "NMI arithmetic, model trained in fp32" in text
     assert "- Code: `feedc0f`" in text and "- Devices: NVIDIA H100" in text
     assert "Runs planned: 2 deep-network runs (reproduce/damlrrm/), 0 linear runs" in text
