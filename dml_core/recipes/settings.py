@@ -66,7 +66,7 @@ class ValidationSplitSettings(StrictModel):
     seed: NonNegativeInt = 0
 
 
-# The input pipelines a run can take (``data.pipeline_choice``), and what a recipe may set: one of them, or "auto".
+# The input pipelines a run can take (``pipeline.choice``), and what a recipe may set: one of them, or "auto".
 Pipeline = Literal["pil", "cache"]
 PipelineSetting = Literal["auto", Pipeline]
 
@@ -82,7 +82,7 @@ class DataSettings(StrictModel):
     num_workers: NonNegativeInt | Literal["auto"] = "auto"
     # "pil": decode + augment in DataLoader workers (the reference). "cache": the decoded uint8 cache on the device,
     # cropped/flipped/normalised there in batch. "auto": the cache on CUDA where its batches are the PIL path's, the
-    # PIL path elsewhere (``data.pipeline_choice``; the results file records which ran)
+    # PIL path elsewhere (``pipeline.choice``; the results file records which ran)
     pipeline: PipelineSetting = "auto"
 
     @property

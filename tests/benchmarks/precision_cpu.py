@@ -6,10 +6,10 @@ The trainer autocasts only on CUDA; here the CPU's bf16 autocast takes its place
 replaced in this process only). Both autocasts run the convolutions and linear layers in bf16 and hand their outputs
 on in bf16, so the rounding is of the same kind; their op lists and kernels differ in detail, hence "stand-in". Per
 recipe (``mini_version`` of the main recipe: the generated glyphs, random weights, the narrowed backbone), the GPU
-check's own measurement (``gpu_check.precision.recipe_precision_figures``): ``RECIPE_STEPS`` steps from one start on
-the first batch in fp32, again under bf16, on it nudged by ``NUDGE`` in fp32, and on the second batch in fp32; the
-perturbation of the trainable parameters' change by bf16, by the nudge and by the other batch, relative to the fp32
-change, and the ratios of bf16's to the other two.
+check's own measurement (``gpu_check.experiments.precision.recipe_precision_figures``): ``RECIPE_STEPS`` steps
+from one start on the first batch in fp32, again under bf16, on it nudged by ``NUDGE`` in fp32, and on the second
+batch in fp32; the perturbation of the trainable parameters' change by bf16, by the nudge and by the other batch,
+relative to the fp32 change, and the ratios of bf16's to the other two.
 
     python -m tests.benchmarks.precision_cpu                 # writes tables/benchmarks/precision-cpu.json
     python -m tests.benchmarks.precision_cpu --out OTHER.json --data-root DIR
