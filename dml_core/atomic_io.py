@@ -112,12 +112,21 @@ def _reason(error: OSError) -> str:
     return f"{reason}: {error.filename}" if error.filename else reason
 
 
+def nearest_existing(path: str | os.PathLike) -> Path:
+    """``path`` made absolute if it exists, else its nearest existing ancestor: where it would be created."""
+    path = Path(path).absolute()
+    return next(candidate for candidate in (path, *path.parents) if candidate.exists())
+
+
+def free_disk_bytes(path: str | os.PathLike) -> int:
+    """Free bytes on the file system that holds ``path`` (or would hold it)."""
+    return shutil.disk_usage(nearest_existing(path)).free
+
+
 def require_free_space(path: str | os.PathLike, size: int, margin: int = FREE_SPACE_MARGIN) -> None:
     """Raise :class:`OutputError` naming the folder, the bytes needed and the bytes free unless the file system
     holding ``path`` has room for ``size`` bytes plus ``margin``."""
-    folder = Path(path).absolute().parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = nearest_existing(Path(path).absolute().parent)
     free = shutil.disk_usage(folder).free
     if free < size + margin:
         raise OutputError(

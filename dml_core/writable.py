@@ -13,17 +13,14 @@ import os
 import tempfile
 from pathlib import Path
 
+from dml_core.atomic_io import nearest_existing
 from dml_core.errors import InputError
 
 
 def _existing_folder(folder: Path, path: Path, what: str) -> Path:
     """The nearest existing ancestor of ``folder`` (``folder`` itself if it exists), which must be a folder;
     errors name ``path``, the path the user gave."""
-    current = Path(folder).absolute()
-    while not current.exists():
-        if current == current.parent:
-            break
-        current = current.parent
+    current = nearest_existing(folder)
     if not current.is_dir():
         raise InputError(f"{what} {path}: expected a folder to write in, found a file in the way ({current})")
     return current

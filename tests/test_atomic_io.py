@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,12 @@ def test_unreadable_json_objects_are_one_named_line(tmp_path, content, message):
         path.write_bytes(content)
     with pytest.raises(InputError, match=rf"{path}: {message}"):
         read_json_object(path, "results file")
+
+
+def test_the_nearest_existing_place_is_the_path_itself_or_the_ancestor_it_would_be_created_in(tmp_path, monkeypatch):
+    existing = tmp_path / "file.txt"
+    existing.write_text("x")
+    assert atomic_io.nearest_existing(existing) == existing
+    assert atomic_io.nearest_existing(tmp_path / "a" / "b" / "c.json") == tmp_path
+    monkeypatch.chdir(tmp_path)
+    assert atomic_io.nearest_existing(Path("new") / "run") == tmp_path

@@ -12,7 +12,6 @@ build while the others time out in their first collective): a run that says "cac
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Protocol
 
 import torch
 
+from dml_core.atomic_io import free_disk_bytes
 from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
@@ -102,12 +102,6 @@ def caches_to_prepare(
         caches[key].runs.append(plan.name)
         caches[key].required |= requires_cache(recipe.data)
     return list(caches.values())
-
-
-def free_disk_bytes(folder: Path) -> int:
-    """Free bytes on the file system that holds ``folder`` (or would: its nearest existing parent)."""
-    existing = next(parent for parent in (folder, *folder.parents) if parent.exists())
-    return shutil.disk_usage(existing).free
 
 
 def prepare_caches(caches: Sequence[CacheToPrepare], log: Callable[[str], None] = print) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dml_core.atomic_io import free_disk_bytes, nearest_existing
 from dml_core.data.index import index_path
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.pipeline.cache_preparation import free_disk_bytes
 from dml_core.pipeline.choice import readable_bytes
 from dml_core.pipeline.image_cache import estimated_cache_bytes
 from dml_core.runner.disk_needs import (
@@ -212,5 +212,4 @@ def _add_per_run(
 
 def _file_system(path: Path) -> int:
     """The device number of the file system that holds ``path`` (or would: its nearest existing parent)."""
-    existing = next(parent for parent in (path.absolute(), *path.absolute().parents) if parent.exists())
-    return os.stat(existing).st_dev
+    return os.stat(nearest_existing(path)).st_dev
