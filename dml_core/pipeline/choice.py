@@ -58,16 +58,16 @@ class PipelineChoice:
 AS_THE_RECIPE_SAYS = {name: PipelineChoice(name, name, "set by the recipe") for name in ("pil", "cache")}
 
 
+def requires_cache(data: DataSettings) -> bool:
+    """Whether a run trains from the cache or not at all: it says "cache", so it has no PIL path to fall back to."""
+    return data.pipeline == "cache"
+
+
 def wants_cache(data: DataSettings, device_type: str) -> bool:
     """Whether a run trains from the cache when a current one is there: it says so, or it says "auto", trains on
     CUDA and the cache gives its batches."""
     automatic = data.pipeline == "auto" and device_type == "cuda" and data.cache_gives_pil_batches
-    return data.pipeline == "cache" or automatic
-
-
-def requires_cache(data: DataSettings) -> bool:
-    """Whether a run trains from the cache or not at all: it says "cache", so it has no PIL path to fall back to."""
-    return data.pipeline == "cache"
+    return requires_cache(data) or automatic
 
 
 def choose_pipeline(
