@@ -291,6 +291,8 @@ class LinearResultsFile(TierRecorded):
     paper: str
     targets: list[TargetRecord] = Field(min_length=1)
     dataset: str  # as published.yaml names it: uci:iris
+    # what the arrays were read from, with its checksums (``linear.uci.uci_source``); None: not recorded then
+    data_source: str | None = None
     method: str  # dml_core.linear.methods key: lanml_plus
     method_name: str  # as Table 2 prints it: LANML+
     seed: int

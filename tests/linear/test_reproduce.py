@@ -48,7 +48,9 @@ def test_smoke_reproduction_of_the_pinned_plans_writes_results_and_tables_then_s
     text = (tmp_path / "tables" / "smoke" / "anml.md").read_text()
     assert "NOT comparable with the paper" in text
     lines = _long_form(tmp_path / "tables" / "smoke" / "anml.csv")
-    assert sorted(lines) == sorted(ROWS)
+    pinned_elsewhere = set(lines) - set(ROWS)  # the other pinned plans' rows, not run here
+    assert set(ROWS) <= set(lines) and {lines[row]["status"] for row in pinned_elsewhere} == {"not run"}
+    lines = {row: line for row, line in lines.items() if row in ROWS}
     for line in lines.values():
         assert line["published_std"] > 0 and line["samples"] == 2 and line["status"] == "n/a (smoke)"
         assert line["note"].startswith("NOT the paper protocol: 2 splits (seeds 0..1), 5-fold CV, K rule test")
@@ -100,7 +102,7 @@ def test_a_thinned_full_scale_run_lands_beside_table2_and_check_gates_its_means(
     out = capsys.readouterr().out
     text = (tmp_path / "tables" / "anml.md").read_text()
     lines = _long_form(tmp_path / "tables" / "anml.csv")
-    assert sorted(lines) == sorted(ROWS)  # the pinned plans' rows; those not measured here are "not run"
+    assert set(ROWS) <= set(lines)  # the pinned plans' rows; those not measured here are "not run"
     assert {lines[row]["status"] for row in ("nca-uci-iris", "lanml-plus-uci-wine")} == {"not run"}
     below = sorted(row for row, line in lines.items() if line["status"] == "below")
     failing = sorted(line.split()[3] for line in out.splitlines() if line.startswith("  FAIL anml table2"))
