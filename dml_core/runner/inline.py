@@ -126,8 +126,9 @@ class PaperRun(RunOptions):
 
     def training_device(self) -> torch.device:
         """The device this process trains on: ``device``, else the GPU; a full-scale run refuses to fall back to the
-        CPU (``device_choice.check_run_device``)."""
-        check_run_device(self.device, self.tier)
+        CPU (``device_choice.check_run_device``), unless only linear runs, which are CPU work, are selected."""
+        if self.planned()[0]:
+            check_run_device(self.device, self.tier)
         return Process.from_environment().device(self.device)
 
     def plan_setting(self, device: torch.device | None) -> PlanSetting:
@@ -159,9 +160,10 @@ class PaperRun(RunOptions):
     def plan_without_training(self) -> list[str]:
         """The plan on the device a run would take (``--plan``): nothing refused, checked or written."""
         device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        lines = self.outline(device)[2]
+        plans, _, lines = self.outline(device)
         try:
-            check_run_device(self.device, self.tier)
+            if plans:  # linear runs are CPU work
+                check_run_device(self.device, self.tier)
         except InputError as refused:
             lines.insert(2, f"  (a run would stop here: {refused})")
         return lines

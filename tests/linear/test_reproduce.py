@@ -6,11 +6,14 @@ with the thinning noted. Also: finished runs are skipped by their settings hash,
 import json
 
 import pytest
+import torch
 import yaml
 
 from dml_core.cli import main
+from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
+from dml_core.runner.inline import PaperRun
 from dml_core.runner.linear import execute_linear_run, is_linear_finished, plan_linear_runs
 from dml_core.runner.preflight import missing_linear_inputs
 from dml_core.tables.gate.long_form import read_long_form
@@ -144,9 +147,6 @@ def test_missing_uci_data_is_named_with_how_to_prepare_it(tmp_path):
 
 
 def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
-    from dml_core.output_paths import RECIPES_DIR
-    from dml_core.runner.inline import PaperRun
-
     paper = PaperRun(
         "anml", recipes_dir=RECIPES_DIR, runs_root=tmp_path / "runs", results_root=tmp_path / "results",
         tables_root=tmp_path / "tables", tier=Tier.SMOKE, only=["lanml-plus-uci-wine"],
@@ -155,3 +155,15 @@ def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
     assert plans == [] and [run.name for run in linear_runs] == ["lanml-plus-uci-wine seed 0"]
     whole_plan = PaperRun(**{**paper.__dict__, "only": ["table2-wine"]})
     assert len(whole_plan.preflight()[1]) == 4
+
+
+def test_linear_runs_alone_need_no_gpu_at_full_scale(tmp_path, monkeypatch, capsys):
+    # Linear runs are CPU work: a full-scale reproduction of them alone is not refused for want of a GPU.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    common = {"recipes_dir": RECIPES_DIR, "runs_root": tmp_path / "runs", "results_root": tmp_path / "results",
+              "tables_root": tmp_path / "tables", "tier": Tier.FULL}  # fmt: skip
+    assert PaperRun("anml", only=["nca-uci-iris"], **common).training_device().type == "cpu"
+    assert main(["reproduce", "anml", "--only", "nca-uci-iris", "--plan", "--runs", str(tmp_path / "runs")]) == 0
+    assert "a run would stop here" not in capsys.readouterr().out
+    with pytest.raises(InputError, match="pass --device cpu"):
+        PaperRun("anml", only=["danml-cub200"], **common).training_device()
