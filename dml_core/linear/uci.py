@@ -280,7 +280,7 @@ def _first_route_that_reads(dataset: UciDataset, options: RouteOptions) -> RawTa
         try:
             return route.read(options)
         except InputError as error:
-            failures.append(f"{route.describe()}: {error}")
+            failures.append(str(error))
             then = "trying the next route" if number < len(dataset.routes) else "no route left"
             options.report(f"{dataset.name}: {route.describe()} failed; {then}")
     tried = "; ".join(failures) if failures else dataset.note
@@ -358,3 +358,39 @@ def uci_source(name: str, root: str | Path | None = None) -> str:
         return next(route.describe() for route in dataset.routes if isinstance(route, ScikitLearn))
     with np.load(cache_path(dataset.name, root), allow_pickle=False) as archive:
         return str(archive["source"]) if "source" in archive else "unrecorded"
+
+
+@dataclass(frozen=True)
+class PrepareOutcome:
+    name: str
+    prepared: bool  # the set can be loaded now
+    line: str  # what happened, or why not and what to do
+
+
+def prepare_every_uci(
+    root: str | Path, *, allow_download: bool = True, progress: bool = True, report: Callable[[str], None] = say
+) -> list[PrepareOutcome]:
+    """Every set of Table 1 that a route gives, prepared under ``root`` (a set prepared earlier is loaded and checked,
+    not read again); the others named with what they need."""
+    outcomes = []
+    for dataset in UCI_DATASETS.values():
+        if dataset.bundled:
+            outcomes.append(PrepareOutcome(dataset.name, True, "ships with scikit-learn; nothing to prepare"))
+            continue
+        if not dataset.routes:
+            command = f"`nox -s dml -- prepare uci:{dataset.name} --root {root} --archive FILE.csv`"
+            outcomes.append(PrepareOutcome(dataset.name, False, f"{dataset.note}: {command}"))
+            continue
+        path = cache_path(dataset.name, root)
+        try:
+            if path.is_file():
+                load_uci(dataset.name, root)
+                outcomes.append(PrepareOutcome(dataset.name, True, f"prepared earlier: {path}"))
+                continue
+            path = prepare_uci(dataset.name, root, allow_download=allow_download, progress=progress, report=report)
+            outcomes.append(
+                PrepareOutcome(dataset.name, True, f"verified; cached at {path} ({uci_source(dataset.name, root)})")
+            )
+        except InputError as error:
+            outcomes.append(PrepareOutcome(dataset.name, False, str(error).removeprefix(f"{dataset.name}: ")))
+    return outcomes

@@ -37,3 +37,15 @@ def test_prepare_an_unknown_dataset_is_one_line(tmp_path, capsys):
         "expected one of cars196, cub200, embedded, embedded_mini, inshop, sop or uci:<name>, found 'cub'"
         in capsys.readouterr().err
     )
+
+
+def test_prepare_uci_prepares_what_it_can_and_names_the_rest(tmp_path, capsys):
+    # Offline (--no-download): only the bundled and the generated sets can be had; a failed route is exit 3.
+    assert main(["prepare", "uci", "--root", str(tmp_path), "--no-download", "--quiet"]) == 3
+    out = capsys.readouterr().out
+    assert "uci:Iris: ships with scikit-learn" in out and (tmp_path / "uci" / "Monk1.npz").is_file()
+    assert "uci:Glass: NOT prepared: " in out and "r-cran-mlbench" in out
+    assert "uci:Cars: NOT prepared: no stable public copy" in out
+    assert out.rstrip().endswith("uci: 3 of 15 sets ready; not prepared: " + ", ".join(
+        ["Australian", "Cars", "Ecoli", "German", "Glass", "Isolet", "Solar", "Vehicle", "Pendigits", "Coil20",
+         "Letter", "Usps"]))  # fmt: skip

@@ -1,15 +1,28 @@
+import dataclasses
 import inspect
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+import rdata
 import sklearn.datasets
 
 from dml_core.errors import InputError
 from dml_core.linear import uci_routes
-from dml_core.linear.uci import UCI_DATASETS, Shape, cache_path, get_uci_dataset, load_uci, prepare_uci
-from dml_core.linear.uci_routes import PackageMember
+from dml_core.linear.package_files import DebianPackage
+from dml_core.linear.uci import (
+    UCI_DATASETS,
+    Shape,
+    cache_path,
+    get_uci_dataset,
+    load_uci,
+    prepare_every_uci,
+    prepare_uci,
+    uci_source,
+)
+from dml_core.linear.uci_routes import PackageMember, TableFormat
+from tests.linear.packages import make_deb, sha256
 
 
 def test_registry_has_the_15_data_sets_of_table_1():
@@ -137,3 +150,50 @@ def test_csv_source_for_sets_without_a_public_copy(tmp_path):
     frame.iloc[:100].to_csv(csv, header=False, index=False)
     with pytest.raises(InputError, match="n_samples: expected 392, found 100"):
         prepare_uci("Cars", tmp_path, source_csv=csv)
+
+
+def _glass_from_a_fixture_package(tmp_path):
+    """Glass's real route, its package replaced by a fixture .deb in the real layout (a Glass-shaped .rda member)."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.normal(size=(214, 9)), columns=[f"f{i}" for i in range(9)])
+    frame["Type"] = pd.Categorical(np.repeat(["1", "2", "3", "5", "6", "7"], [70, 76, 17, 13, 9, 29]))
+    rdata.write_rda(tmp_path / "Glass.rda", {"Glass": frame})
+    member = "usr/lib/R/site-library/mlbench/data/Glass.rda"
+    folder = tmp_path / "root" / "uci" / "packages"
+    folder.mkdir(parents=True)
+    deb = make_deb(folder / "fixture_1_amd64.deb", {member: (tmp_path / "Glass.rda").read_bytes()})
+    package = DebianPackage("fixture", "1", "amd64", "pool/f/fixture_1_amd64.deb", sha256(deb), "GPL-2")
+    route = PackageMember(
+        package, member, sha256(tmp_path / "Glass.rda"), TableFormat("rda", "Type", rda_object="Glass"), "x"
+    )
+    return frame, route
+
+
+def test_a_set_is_prepared_from_its_first_route_that_reads(tmp_path, monkeypatch):
+    frame, route = _glass_from_a_fixture_package(tmp_path)
+    broken = dataclasses.replace(route, member_sha256="0" * 64)
+    monkeypatch.setitem(UCI_DATASETS, "Glass", dataclasses.replace(UCI_DATASETS["Glass"], routes=(broken, route)))
+    reported = []
+    path = prepare_uci("Glass", tmp_path / "root", allow_download=False, report=reported.append)
+    assert reported == [f"Glass: {broken.describe()} failed; trying the next route"]
+    X, y = load_uci("Glass", tmp_path / "root")
+    np.testing.assert_array_equal(X, frame.iloc[:, :9].to_numpy())
+    assert np.bincount(y).tolist() == [70, 76, 17, 13, 9, 29]
+    assert uci_source("Glass", tmp_path / "root") == route.describe() and path.name == "Glass.npz"
+
+
+def test_every_set_a_route_gives_is_prepared_and_the_others_are_named(tmp_path, monkeypatch):
+    # Offline: no package can be fetched and OpenML cannot be reached; Glass's package is a fixture already here.
+    _, route = _glass_from_a_fixture_package(tmp_path)
+    monkeypatch.setitem(UCI_DATASETS, "Glass", dataclasses.replace(UCI_DATASETS["Glass"], routes=(route,)))
+    monkeypatch.setattr(uci_routes.socket, "create_connection", _unreachable)
+    outcomes = {o.name: o for o in prepare_every_uci(tmp_path / "root", allow_download=False, report=lambda line: None)}
+    assert {name for name, o in outcomes.items() if o.prepared} == {"Iris", "Wine", "Glass", "Monk1"}
+    assert outcomes["Cars"].line.endswith("--archive FILE.csv`") and "no stable public copy" in outcomes["Cars"].line
+    assert "downloads are off" in outcomes["Vehicle"].line
+    again = {o.name: o for o in prepare_every_uci(tmp_path / "root", allow_download=False, report=lambda line: None)}
+    assert again["Glass"].line.startswith("prepared earlier: ")  # read back and checked, not fetched again
+
+
+def _unreachable(*args, **kwargs):
+    raise OSError("Network is unreachable")
