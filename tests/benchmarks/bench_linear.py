@@ -1,0 +1,108 @@
+"""The LANML grid search's solver, compiled passes (``lanml_kernels``) against the numpy path it replaced, measured in
+the same run: one fold of anml Table 2's protocol on Glass and Vehicle (the real sets where ``nox -s dml -- prepare
+uci`` has put them under the data root, else random data of the same shape and class counts, as the report says),
+a spread of the paper's grid points fitted as the grid search fits them (``fit_lanml_many``).
+
+Both paths fit the same points to the same bits (checked here too); the figure is seconds per grid point, the paths
+alternating round by round so that a busy moment of the machine falls on both, the median round kept, one thread.
+Writes tables/benchmarks/linear-cpu.json. DML_BENCH_SCALE scales the points and rounds (0.1: a quick check).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from threadpoolctl import threadpool_limits
+
+from dml_core import provenance
+from dml_core.atomic_io import atomic_write_json
+from dml_core.errors import InputError
+from dml_core.linear.methods import PAPER_GRIDS, fit_lanml_many
+from dml_core.linear.protocol import TEST_FRACTION, fit_preprocessing, grid_points
+from dml_core.linear.uci import UCI_DATASETS, load_uci
+from dml_core.output_paths import data_root
+
+OUT = Path(os.environ.get("DML_BENCH_OUT") or Path(__file__).resolve().parents[2] / "tables" / "benchmarks")
+SCALE = float(os.environ.get("DML_BENCH_SCALE", "1.0"))
+ROUNDS = max(1, int(5 * SCALE))
+POINTS = max(2, int(48 * SCALE))
+DATASETS = ("Glass", "Vehicle")
+METHODS = ("lanml_plus", "lanml_minus")
+REPORT: dict[str, dict] = {}
+
+
+def first_fold(name: str, root: Path | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """The training part of fold 0 of split 0 (seed 0), preprocessed as the protocol does, and what it came from."""
+    try:
+        X, y = load_uci(name, root if root is not None else data_root())
+        what = f"{name}, split 0, fold 0"
+    except InputError:  # not prepared here: random data of the set's shape and class counts
+        shape = UCI_DATASETS[name].expected_shape
+        rng = np.random.default_rng(0)
+        y = np.arange(shape.n_samples) % shape.n_classes
+        X = rng.normal(size=(shape.n_samples, shape.n_features)) + y[:, None] * rng.normal(size=shape.n_features)
+        what = f"random data of {name}'s shape ({shape.n_samples} x {shape.n_features}, {shape.n_classes} classes)"
+    train_X, _, train_y, _ = train_test_split(X, y, test_size=TEST_FRACTION, stratify=y, random_state=0)
+    train_X = fit_preprocessing(train_X)(train_X)
+    fold, _ = next(StratifiedKFold(n_splits=5, shuffle=True, random_state=0).split(train_X, train_y))
+    return train_X[fold], train_y[fold], what
+
+
+def spread_points(method: str, count: int) -> list[dict[str, float]]:
+    """``count`` points spread evenly over the paper's grid (in its order)."""
+    points = grid_points(PAPER_GRIDS[method])
+    return [points[i] for i in np.linspace(0, len(points) - 1, count).round().astype(int)]
+
+
+def compare(X: np.ndarray, y: np.ndarray, method: str, points: list[dict], rounds: int) -> dict:
+    """Seconds per grid point of each path (median round), their ratio, and the fits' evaluations."""
+    seconds: dict[str, list[float]] = {"numpy": [], "compiled": []}
+    fits = {}
+    with threadpool_limits(1):
+        for _ in range(rounds):
+            for path in seconds:
+                started = time.perf_counter()
+                fits[path] = fit_lanml_many(method, X, y, points, compiled=path == "compiled")
+                seconds[path].append((time.perf_counter() - started) / len(points))
+    for plain, fused in zip(fits["numpy"], fits["compiled"], strict=True):
+        np.testing.assert_array_equal(plain.transform, fused.transform)
+        assert plain.diagnostics == fused.diagnostics
+    medians = {path: statistics.median(values) for path, values in seconds.items()}
+    return {
+        "seconds_per_point": medians,
+        "speed_up": medians["numpy"] / medians["compiled"],
+        "mean_evaluations": float(np.mean([fit.diagnostics["evaluations"] for fit in fits["compiled"]])),
+    }
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_lanml_grid_search_solver(benchmark, dataset, method):
+    X, y, what = first_fold(dataset)
+    points = spread_points(method, POINTS)
+    fit_lanml_many(method, X, y, points[:1])  # compile the kernels outside the timing
+    figures = benchmark.pedantic(lambda: compare(X, y, method, points, ROUNDS), rounds=1, iterations=1)
+    REPORT[f"{dataset} {method}"] = {"data": what, "n_samples": len(X), "points": len(points), **figures}
+
+
+def test_zz_write_report(benchmark):
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    report = {
+        "benchmark": "LANML grid search, one fold: compiled passes against the numpy path (same fits, bit for bit)",
+        "machine": f"{platform.processor() or platform.machine()}, one thread",
+        "environment": {**provenance.environment(), "git": provenance.git_state()},
+        "rounds": ROUNDS,
+        "figures": {
+            "seconds_per_point": "median round's seconds per grid point (fit_lanml_many over the points)",
+            "speed_up": "numpy path's seconds over the compiled path's",
+        },
+        "workloads": REPORT,
+    }
+    atomic_write_json(OUT / "linear-cpu.json", report)
