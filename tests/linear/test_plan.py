@@ -34,7 +34,7 @@ def test_the_pinned_plans_are_the_papers_protocol_or_a_thinned_grid_and_target_t
     rows = []
     for path in PINNED:
         plan = load_linear_plan(path)
-        grid_every = 2 if path.stem in THINNED else 1
+        grid_every = 3 if path.stem in THINNED else 1
         assert (plan.splits, plan.cv_folds, plan.grid_every, plan.k_rule) == (30, 5, grid_every, "test")
         rows += [table2_row_id(method, plan.dataset) for method in plan.methods]
         for method in plan.methods:
