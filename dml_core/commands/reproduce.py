@@ -77,6 +77,15 @@ def add_parser(subparsers) -> None:
         help="print the plan (runs, inputs and their state, disk, expected hours) and exit 0: nothing is checked, "
         "built or trained",
     )
+    parser.add_argument(
+        "--calibrate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time each distinct training shape of the runs (backbone, batch, crop, precision, pipeline, loss) for "
+        "a few steps on synthetic batches here and give each run's hours from that (default: on a GPU at full "
+        "scale before training, not with --plan); without it the hours rest on committed measurements, a cost "
+        "model scaled from one, or the paper's published time, each run's line says which",
+    )
     add_max_steps_option(parser)
     parser.add_argument(
         "--rerun",
@@ -185,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         rerun=args.rerun,
         skip_missing=args.skip_missing,
         max_steps=args.max_steps,
+        calibrate=args.calibrate,
         **run_options(args),
     )
     if args.plan:

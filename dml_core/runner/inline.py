@@ -29,7 +29,7 @@ from dml_core.runner import preflight as checks
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
 from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
-from dml_core.runner.plan_report import PlanSetting, plan_lines
+from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables.fair.build import write_fair_tables
@@ -81,6 +81,9 @@ class PaperRun(RunOptions):
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
     skip_missing: bool = False  # train the runs whose inputs are here; the others are reported as not run
     max_steps: int | None = None  # a rehearsal: each run cut to its first max_steps iterations
+    # time the runs' training shapes here before the plan (``calibration``); None: on a GPU at full scale, and not
+    # for a plan alone (``plan_without_training``)
+    calibrate: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
@@ -139,6 +142,8 @@ class PaperRun(RunOptions):
         else:
             kind, text = device.type, describe_device(device)
             gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+            if kind == "cpu" and self.device is None and self.tier == Tier.FULL:  # it needs a GPU: planned for one
+                kind, text = "cuda", f"{text}; planned as on a GPU, where a full-scale run trains"
             world = Process.from_environment().world_size
             text += f", {world} processes" if world > 1 else ""
         runs_root, results_root = self.output_roots
@@ -147,20 +152,39 @@ class PaperRun(RunOptions):
             device_text=text, device_type=kind, gpu_name=gpu, max_steps=self.max_steps, papers_dir=self.papers_dir,
         )  # fmt: skip
 
-    def outline(self, device: torch.device | None) -> tuple[list[PlannedRun], list[LinearRun], list[str]]:
-        """Every planned run and linear run, and the plan that says what they need (``plan_report``); a recipe
-        problem is raised first."""
+    def outline(
+        self, device: torch.device | None, calibrate: bool = False
+    ) -> tuple[list[PlannedRun], list[LinearRun], list[str]]:
+        """Every planned run and linear run, and the plan that says what they need (``plan_report``; ``calibrate``:
+        the training shapes of the runs to train timed on ``device`` first); a recipe problem is raised first."""
         plans, linear_runs = self.planned()
         bad = checks.recipe_problems(plans)
         if bad:
             raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
         to_train = [self.trains_again or not is_finished(plan) for plan in plans]
-        return plans, linear_runs, plan_lines(self.plan_setting(device), plans, to_train, linear_runs)
+        setting = self.plan_setting(device)
+        if calibrate:
+            setting = with_timings(
+                setting, device, [plan.recipe for plan, train in zip(plans, to_train, strict=True) if train]
+            )
+        return plans, linear_runs, plan_lines(setting, plans, to_train, linear_runs)
+
+    def calibrates(self, device: torch.device | None) -> bool:
+        """Whether the preflight times the runs' shapes first: ``calibrate``, else on one GPU at full scale."""
+        if self.calibrate is not None:
+            return self.calibrate
+        on_gpu = device is not None and device.type == "cuda" and not Process.from_environment().active
+        return on_gpu and self.tier == Tier.FULL and self.max_steps is None
 
     def plan_without_training(self) -> list[str]:
-        """The plan on the device a run would take (``--plan``): nothing refused, checked or written."""
-        device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        plans, _, lines = self.outline(device)
+        """The plan on the device a run would take (``--plan``): nothing refused, checked or written; the shapes
+        timed with ``calibrate`` only. A device asked for and not here is an ``InputError`` (a GPU torch cannot use:
+        the driver against the wheel's CUDA)."""
+        if self.device is not None:
+            device = Process.from_environment().device(self.device)
+        else:
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        plans, _, lines = self.outline(device, calibrate=bool(self.calibrate))
         try:
             if plans:  # linear runs are CPU work
                 check_run_device(self.device, self.tier)
@@ -179,7 +203,7 @@ class PaperRun(RunOptions):
         ``skip_missing``: those runs are left out, said, and returned in ``not_run``), or naming a bad tolerances
         file (read now: a bad file should not cost a night of training before the tables fail).
         """
-        plans, linear_runs, plan = self.outline(device)
+        plans, linear_runs, plan = self.outline(device, calibrate=self.calibrates(device))
         for line in plan:
             log(line)
         plans, linear_runs, not_run = self._runnable(plans, linear_runs, log)
