@@ -4,7 +4,7 @@
 - ``mahalanobis``: squared Mahalanobis distances, PSD projection, the gradient of any distance function.
 - ``neighbour_sets``: the similar sets S_i and dissimilar sets D_i of section 7.1.2.
 - ``lanml`` / ``pnca``: the objectives of Eq. (19) and Eq. (21) with their exact gradients.
-- ``lanml_kernels``: LANML's element-wise passes compiled (numba), bit for bit the numpy expressions.
+- ``kernels``: LANML's element-wise passes compiled (numba), bit for bit the numpy expressions.
 - ``solver``: projected gradient descent over M >= 0.
 - ``batched_solver``: the same solver for many problems on the same samples at once (the grid search).
 - ``methods``: the registry of methods Table 2 compares (LANML+, LANML-, PNCA, NCA, Euclidean).

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dml_core.linear.lanml_kernels import scatter_weights, shifted_exponents
-from dml_core.linear.log_exp_mean import GAMMA_ZERO, log_exp_mean_with_weights
+from dml_core.linear.kernels import scatter_weights, shifted_exponents
+from dml_core.linear.log_exp_mean import EXPONENT_FLOOR, GAMMA_ZERO, log_exp_mean_with_weights
 
 DEFAULT_MARGIN = 1.0
 
@@ -95,7 +95,7 @@ def lanml_objectives(
     that broadcast against ``distances.shape[:-2]`` (one value per problem), the sets shared.
 
     Each problem gets exactly the arithmetic it would get alone. ``compiled`` takes the fused passes of
-    ``lanml_kernels`` (the same bits) for a stack (..., n, n) whose gammas are all away from 0; otherwise, or
+    ``kernels`` (the same bits) for a stack (..., n, n) whose gammas are all away from 0; otherwise, or
     with ``compiled=False``, every step is a numpy expression.
     """
     n, lead = sets.n, distances.shape[:-2]
@@ -177,7 +177,7 @@ def _fused_radii(
         exponentials = np.empty((problems, *members.shape))
         shift = np.empty((problems, members.shape[0]))
         raw = np.empty((problems, *members.shape)) if means else np.empty((0, 0, 0))
-        shifted_exponents(flat_distances, members, gamma, exponentials, shift, raw)
+        shifted_exponents(flat_distances, members, gamma, EXPONENT_FLOOR, exponentials, shift, raw)
         np.exp(exponentials, out=exponentials)
         total = exponentials.sum(axis=-1)
         log_sum = np.log(total) + shift

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dml_core.linear.lanml_kernels import finish_distances
+from dml_core.linear.kernels import finish_distances
 
 
 def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray, compiled: bool = True) -> np.ndarray:
     """(..., n, n) squared Mahalanobis distances between the rows of ``X`` for each metric of ``M`` (..., d, d);
     exact zeros on the diagonal. ``compiled``: a stack (B, d, d) takes one compiled pass after the product
-    (``lanml_kernels.finish_distances``, the same bits as the numpy lines).
+    (``kernels.finish_distances``, the same bits as the numpy lines).
 
     >>> pairwise_mahalanobis(np.array([[0.0, 0.0], [1.0, 2.0]]), np.diag([1.0, 3.0])).tolist()
     [[0.0, 13.0], [13.0, 0.0]]

@@ -39,7 +39,8 @@ def paper_initial_metric(n_samples: int, n_features: int) -> np.ndarray:
     return np.eye(n_features) / np.sqrt(n_samples)
 
 
-def _as_fit(result: SolverResult) -> LinearFit:
+def as_fit(result: SolverResult) -> LinearFit:
+    """A solver's result as a fit: the map L with L^T L = M, and the solver's diagnostics."""
     return LinearFit(
         metric_to_transform(result.metric),
         {
@@ -52,7 +53,7 @@ def _as_fit(result: SolverResult) -> LinearFit:
 
 
 def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
-    return _as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
+    return as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
 
 
 def _lanml_sets(method: str, X: np.ndarray, y: np.ndarray, n_similar: int) -> LanmlSets:
@@ -142,7 +143,7 @@ def fit_lanml_many(
 
     initial = np.broadcast_to(paper_initial_metric(*X.shape), (len(points), X.shape[1], X.shape[1]))
     results = minimise_many_over_psd(objectives, X, initial, solver, batch_size, compiled)
-    return [_as_fit(result) for result in results]
+    return [as_fit(result) for result in results]
 
 
 def fit_pnca(

@@ -13,3 +13,11 @@ def test_the_linear_benchmark_compares_the_two_paths_on_the_same_fits(tmp_path: 
     assert points[0] == {"lam": 0.1, "gamma1": -(2.0**-5), "gamma2": 2.0**-5}
     figures = compare(X, y, "lanml_minus", points, rounds=1)  # asserts the two paths' fits are equal
     assert figures["speed_up"] > 0 and figures["mean_evaluations"] >= 1
+
+
+def test_the_pnca_comparison_holds_the_new_objective_to_the_old_ones_fits(tmp_path: Path):
+    X, y, _ = first_fold("Glass", root=tmp_path)
+    points = spread_points("pnca", 2)
+    assert [point["alpha"] for point in points] == [2.0**-8, 2.0**10]
+    figures = compare(X, y, "pnca", points, rounds=1)  # asserts the fits are equal, bit for bit
+    assert figures["speed_up"] > 0

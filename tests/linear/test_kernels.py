@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dml_core.linear.lanml import LanmlSets, lanml_objectives
+from dml_core.linear.log_exp_mean import masked_log_sum_exp
 from dml_core.linear.mahalanobis import pairwise_mahalanobis
 from dml_core.linear.methods import PAPER_GRIDS, _lanml_sets
 from dml_core.linear.neighbour_sets import different_class_sets, same_class_sets
@@ -54,3 +55,15 @@ def test_a_gamma_near_zero_takes_the_numpy_path():
     reference = lanml_objectives(distances, sets, gamma1, gamma2, lam, compiled=False)
     for fused, plain in zip(compiled, reference, strict=True):
         np.testing.assert_array_equal(fused, plain)
+
+
+def test_the_masked_exponents_equal_the_numpy_lines():
+    _, X, y, metrics = _problem(5)
+    distances = pairwise_mahalanobis(X, metrics)[1]
+    for mask in (same_class_sets(y), different_class_sets(y)):
+        rows = mask.any(axis=1)
+        for scale in (2.0**-8, 1.0, 2.0**10):
+            compiled = masked_log_sum_exp(distances[rows], scale, mask[rows], compiled=True)
+            reference = masked_log_sum_exp(distances[rows], scale, mask[rows], compiled=False)
+            for fused, plain in zip(compiled, reference, strict=True):
+                np.testing.assert_array_equal(fused, plain)

@@ -1,10 +1,11 @@
-"""Compiled passes (numba) of the LANML objective: the same floating-point operations as the numpy code they
-replace, fused so that each distance is read and written once per pass instead of once per numpy call.
+"""Compiled passes (numba) of the linear objectives (LANML, PNCA, the distances): the same floating-point operations
+as the numpy code they replace, fused so that each distance is read and written once per pass instead of once per
+numpy call.
 
 They do no arithmetic of their own: each multiplies, adds, divides and compares in the order, and with the
-operands, that ``lanml``'s and ``log_exp_mean``'s numpy expressions do; exponentials and sums stay numpy's
-(their SIMD ``exp`` and pairwise sums differ from a compiled loop's in the last bit). So every value they give
-is bit for bit the numpy path's (tests/linear/test_lanml_kernels.py checks it on every block shape).
+operands, that ``lanml``'s, ``log_exp_mean``'s and ``mahalanobis``' numpy expressions do; exponentials and sums stay
+numpy's (their SIMD ``exp`` and pairwise sums differ from a compiled loop's in the last bit). So every value they
+give is bit for bit the numpy path's, for finite inputs (tests/linear/test_kernels.py checks it).
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from dml_core.linear.log_exp_mean import EXPONENT_FLOOR
-
 
 @numba.njit(cache=True)
-def shifted_exponents(flat, members, gamma, out, shift, raw):
-    """For each problem b and query row r of a block: ``out[b, r] = max(-gamma[b] * v - shift, FLOOR)`` with
+def shifted_exponents(flat, members, gamma, floor, out, shift, raw):
+    """For each problem b and query row r of a block: ``out[b, r] = max(-gamma[b] * v - shift, floor)`` with
     ``v = flat[b, members[r]]`` and ``shift[b, r]`` the row's largest ``-gamma[b] * v`` (``log_exp_mean``'s
     ``_closed_form`` before its ``exp``); ``raw[b, r] = v`` where ``raw`` has rows (the regulariser's sums)."""
     problems, rows, size = out.shape
@@ -36,8 +35,26 @@ def shifted_exponents(flat, members, gamma, out, shift, raw):
             shift[b, r] = largest
             for k in range(size):
                 shifted = out[b, r, k] - largest
-                # np.maximum(x, FLOOR): x unless x < FLOOR (a NaN stays NaN)
-                out[b, r, k] = EXPONENT_FLOOR if shifted < EXPONENT_FLOOR else shifted
+                # np.maximum(x, floor): x unless x < floor (a NaN stays NaN)
+                out[b, r, k] = floor if shifted < floor else shifted
+
+
+@numba.njit(cache=True)
+def masked_shifted_exponents(values, scale, mask, floor, out, shift):
+    """For each row r: ``out[r] = max(where(mask[r], -scale * values[r], -inf) - shift[r], floor)`` with ``shift[r]``
+    the row's largest masked exponent (``log_exp_mean.masked_log_sum_exp``'s numpy lines before its ``exp``)."""
+    rows, size = values.shape
+    minus_scale = -scale
+    for r in range(rows):
+        largest = -np.inf
+        for k in range(size):
+            exponent = minus_scale * values[r, k] if mask[r, k] else -np.inf
+            out[r, k] = exponent
+            largest = max(largest, exponent)
+        shift[r] = largest
+        for k in range(size):
+            shifted = out[r, k] - largest
+            out[r, k] = floor if shifted < floor else shifted
 
 
 @numba.njit(cache=True)
