@@ -11,8 +11,6 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
-
 
 class _Served:
     def __init__(self) -> None:
@@ -89,10 +87,3 @@ def loopback_server() -> Iterator[tuple[str, _Served]]:
         served.shutting_down.set()
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture
-def http_server():
-    """Yields (base_url, served); put bytes in ``served.files['/name']``."""
-    with loopback_server() as server:
-        yield server
