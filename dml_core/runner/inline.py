@@ -27,6 +27,7 @@ from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner import preflight as checks
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
+from dml_core.runner.fetch import fetch_missing_inputs
 from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
@@ -80,6 +81,7 @@ class PaperRun(RunOptions):
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
     skip_missing: bool = False  # train the runs whose inputs are here; the others are reported as not run
+    download: bool = True  # fetch the datasets and weight files the runs need and lack before checking them
     max_steps: int | None = None  # a rehearsal: each run cut to its first max_steps iterations
     # time the runs' training shapes here before the plan (``calibration``); None: on a GPU at full scale, and not
     # for a plan alone (``plan_without_training``)
@@ -199,13 +201,17 @@ class PaperRun(RunOptions):
         says what it writes). ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
         are its repetitions).
 
-        Raises ``InputError`` listing every missing dataset and weight file with the runs it blocks (unless
+        Before the checks, the datasets and weight files the runs need and lack are fetched (``download``; one
+        process only: under torchrun they must be here). Raises ``InputError`` listing every dataset and weight file
+        still missing with the runs it blocks (unless
         ``skip_missing``: those runs are left out, said, and returned in ``not_run``), or naming a bad tolerances
         file (read now: a bad file should not cost a night of training before the tables fail).
         """
         plans, linear_runs, plan = self.outline(device, calibrate=self.calibrates(device))
         for line in plan:
             log(line)
+        if self.download and not Process.from_environment().active:  # several processes do not fetch at once
+            fetch_missing_inputs(plans, linear_runs, self.data_root, log, progress=self.progress)
         plans, linear_runs, not_run = self._runnable(plans, linear_runs, log)
         unwritable = checks.unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
