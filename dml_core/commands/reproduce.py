@@ -65,6 +65,28 @@ def add_parser(subparsers) -> None:
         "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
     )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
+    _add_plan_and_input_arguments(parser)
+    add_max_steps_option(parser)
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="train finished runs again for fresh numbers (a finished run's checkpoint starts over, an interrupted "
+        "rerun continues); each results file is replaced atomically once its new one is complete, so an "
+        "interrupted rerun leaves the old numbers in place (--launcher inline only; `nox -s dml -- nightly` re-runs "
+        "everything into a folder of its own instead)",
+    )
+    add_reading_option(
+        parser,
+        "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
+        "`nox -s dml -- recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
+    )
+    add_run_options(parser)
+    _add_launcher_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_plan_and_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The plan's flags and what happens to the inputs the runs need: fetched, or left out."""
     parser.add_argument(
         "--skip-missing",
         action="store_true",
@@ -94,23 +116,6 @@ def add_parser(subparsers) -> None:
         "scale before training, not with --plan); without it the hours rest on committed measurements, a cost "
         "model scaled from one, or the paper's published time, each run's line says which",
     )
-    add_max_steps_option(parser)
-    parser.add_argument(
-        "--rerun",
-        action="store_true",
-        help="train finished runs again for fresh numbers (a finished run's checkpoint starts over, an interrupted "
-        "rerun continues); each results file is replaced atomically once its new one is complete, so an "
-        "interrupted rerun leaves the old numbers in place (--launcher inline only; `nox -s dml -- nightly` re-runs "
-        "everything into a folder of its own instead)",
-    )
-    add_reading_option(
-        parser,
-        "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
-        "`nox -s dml -- recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
-    )
-    add_run_options(parser)
-    _add_launcher_arguments(parser)
-    parser.set_defaults(run=run)
 
 
 # Flags that only mean something when jobs are submitted, and those only Slurm reads (argparse dest names).

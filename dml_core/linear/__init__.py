@@ -10,7 +10,8 @@
 - ``methods``: the registry of methods Table 2 compares (LANML+, LANML-, PNCA, NCA, Euclidean).
 - ``knn_accuracy``: kNN accuracy for every K in 1..40 in one pass (one learned map, or many at once).
 - ``protocol``: the Table 2 protocol (splits, 5-fold CV over the paper's grids, kNN).
-- ``uci``: the 15 data sets of Table 2.
+- ``uci``: the 15 data sets of Table 2; ``uci_routes``, ``package_files``, ``uci_readers`` and ``monks``: where
+  they come from and how they are read.
 
 It may import ``evaluation`` and the top-level helpers; the runner, the commands and the tables import it.
 """

@@ -129,10 +129,10 @@ class PaperRun(RunOptions):
         linear_runs = selected_linear_runs(linear_runs, self.only)
         return plans, linear_runs
 
-    def training_device(self) -> torch.device:
+    def training_device(self, deep_runs: bool = True) -> torch.device:
         """The device this process trains on: ``device``, else the GPU; a full-scale run refuses to fall back to the
-        CPU (``device_choice.check_run_device``), unless only linear runs, which are CPU work, are selected."""
-        if self.planned()[0]:
+        CPU (``device_choice.check_run_device``) where deep runs train (linear runs are CPU work)."""
+        if deep_runs:
             check_run_device(self.device, self.tier)
         return Process.from_environment().device(self.device)
 
@@ -320,7 +320,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     process = Process.from_environment()
     if not process.is_main:
         log = _quiet
-    device = paper.training_device()
+    device = paper.training_device(deep_runs=bool(paper.planned()[0]))
     plans, linear_runs, tolerances, not_run = paper.preflight(log, device=device)
     report = ReproduceReport(not_run=dict(not_run))
     to_train = [paper.trains_again or not is_finished(plan) for plan in plans]

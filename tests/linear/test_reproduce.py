@@ -10,7 +10,6 @@ import torch
 import yaml
 
 from dml_core.cli import main
-from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.results import LinearResultsFile, load_results
 from dml_core.runner.inline import PaperRun
@@ -160,10 +159,10 @@ def test_only_names_a_single_linear_run_of_a_plan(tmp_path):
 def test_linear_runs_alone_need_no_gpu_at_full_scale(tmp_path, monkeypatch, capsys):
     # Linear runs are CPU work: a full-scale reproduction of them alone is not refused for want of a GPU.
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    common = {"recipes_dir": RECIPES_DIR, "runs_root": tmp_path / "runs", "results_root": tmp_path / "results",
-              "tables_root": tmp_path / "tables", "tier": Tier.FULL}  # fmt: skip
-    assert PaperRun("anml", only=["nca-uci-iris"], **common).training_device().type == "cpu"
-    assert main(["reproduce", "anml", "--only", "nca-uci-iris", "--plan", "--runs", str(tmp_path / "runs")]) == 0
+    roots = ["--runs", str(tmp_path / "runs"), *_roots(tmp_path), "--no-progress"]
+    assert main(["reproduce", "anml", "--only", "nca-uci-iris", "--plan", *roots]) == 0
     assert "a run would stop here" not in capsys.readouterr().out
-    with pytest.raises(InputError, match="pass --device cpu"):
-        PaperRun("anml", only=["danml-cub200"], **common).training_device()
+    assert main(["reproduce", "anml", "--only", "nca-uci-iris", *roots]) == 0
+    assert (tmp_path / "results" / "anml" / "nca-uci-iris-seed0.json").is_file()
+    assert main(["reproduce", "anml", "--only", "danml-cub200", *roots]) == 2
+    assert "pass --device cpu" in capsys.readouterr().err
