@@ -9,6 +9,7 @@ import inspect
 import numpy as np
 import pytest
 
+from dml_core.data.samplers import sampler_record
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import find_run, load_paper, mini_version, smoke_version
@@ -154,6 +155,22 @@ def test_a_method_keeps_its_paper_recipes_loss(method):
         # drml's relational head is its method; every other method has the protocol's one linear layer (gpw's
         # 3-level fusion is an architecture any loss could use: the protocol holds it equal)
         assert fair.model.head == (paper.model.head if method == "drml" else HeadSettings())
+
+
+def test_damlrrm_draws_its_shuffled_stream_from_its_papers_default_pool():
+    # the pool is a setting of damlrrm's sampler that its recipe leaves to a reading (damlrrm.shuffled-pool): at
+    # damlrrm's default, not at the sampler's own default (half the split)
+    labels = np.repeat(np.arange(80), 59)
+    paper = find_run(PAPER_RUN["damlrrm"]).recipe()
+    expected = sampler_record(paper.sampler.name, paper.sampler.params, build_sampler(paper, labels))
+    for dataset in DATASETS:
+        fair = FAIR.run(f"damlrrm-{dataset}").recipe()
+        for shrink in (lambda recipe: recipe, mini_version):
+            recipe = shrink(fair)
+            found = sampler_record(recipe.sampler.name, recipe.sampler.params, build_sampler(recipe, labels))
+            pool = {key: found["settings"][key] for key in ("shuffled_pool_size", "reshuffle_pool")}
+            assert pool == {key: expected["settings"][key] for key in pool}, dataset
+    assert fair.sampler == paper.sampler  # and its batch of 12 x 5 + 60 is damlrrm's own
 
 
 @pytest.mark.parametrize("method", sorted(PAPER_BASE_LOSS))
