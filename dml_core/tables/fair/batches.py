@@ -66,24 +66,19 @@ def why_not_shared(ours: ResultsFile, reference: ResultsFile) -> str:
     if None in streams:
         return NOT_RECORDED
     if streams[0] != streams[1]:
-        return "other batches (sampler, seed or training split)"
+        return "other batches: another sampler, seed or training split"
     mine, theirs = code_version(ours), code_version(reference)
     states = mine["git"] + theirs["git"]
     if any(dirty is not False for _, dirty in states):
         return "uncommitted or unknown code"
     if len({commit for commit, _ in states}) > 1:
         commits = " / ".join(", ".join(_short(c) for c, _ in version["git"]) for version in (mine, theirs))
-        return f"other code ({commits})"
+        return f"other code: {commits}"
     if mine["pipeline"] != theirs["pipeline"]:
-        return f"another data-loading pipeline ({mine['pipeline']} / {theirs['pipeline']})"
+        return f"another data-loading pipeline: {mine['pipeline']} / {theirs['pipeline']}"
     if mine["packages"] != theirs["packages"]:
-        return (
-            "other package versions ("
-            + ", ".join(
-                f"{name} {mine['packages'][name]} / {theirs['packages'][name]}"
-                for name in PIPELINE_PACKAGES
-                if mine["packages"][name] != theirs["packages"][name]
-            )
-            + ")"
+        names = [name for name in PIPELINE_PACKAGES if mine["packages"][name] != theirs["packages"][name]]
+        return "other package versions: " + ", ".join(
+            f"{name} {mine['packages'][name]} / {theirs['packages'][name]}" for name in names
         )
     return ""

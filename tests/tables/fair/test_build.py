@@ -154,11 +154,11 @@ def test_shared_batches_need_the_same_recorded_sampler_and_the_same_code(tmp_pat
         write_runs(tmp_path / "results", {method: RUNS["anml"]}, **options)
     section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
     anml, gpw, drml = (_hypothesis(section, method) for method in cases)
-    assert (anml.difference.test, anml.shared) == (WELCH, "other code (fffffff / 0123456)")
+    assert (anml.difference.test, anml.shared) == (WELCH, "other code: fffffff / 0123456")
     assert (gpw.difference.test, gpw.shared) == (WELCH, "the sampler as built is not recorded")
     assert (drml.difference.test, drml.shared) == (PAIRED, "")
     page = _page(tmp_path)[1]
-    assert "| Welch (other code (fffffff / 0123456)) |" in _line(page, "| anml | R@1 |")
+    assert "| Welch (other code: fffffff / 0123456) |" in _line(page, "| anml | R@1 |")
 
 
 def test_uncommitted_code_or_another_pipeline_is_not_shared_code(tmp_path):
@@ -173,8 +173,8 @@ def test_uncommitted_code_or_another_pipeline_is_not_shared_code(tmp_path):
                {"base": base, "dirty": dirty, "cache": cache, "pool": pool}.items()}  # fmt: skip
     assert why_not_shared(results["base"], results["base"]) == ""
     assert why_not_shared(results["base"], results["dirty"]) == "uncommitted or unknown code"
-    assert why_not_shared(results["base"], results["cache"]) == "another data-loading pipeline (pil / cache)"
-    assert why_not_shared(results["base"], results["pool"]) == "other batches (sampler, seed or training split)"
+    assert why_not_shared(results["base"], results["cache"]) == "another data-loading pipeline: pil / cache"
+    assert why_not_shared(results["base"], results["pool"]) == "other batches: another sampler, seed or training split"
 
 
 @pytest.mark.parametrize("untrained_r1", [45.0, 30.0])
