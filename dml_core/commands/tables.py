@@ -119,7 +119,9 @@ def run_fair(args: argparse.Namespace, tables: Path) -> int:
 
     if args.check:
         raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")
-    for path in write_fair_tables(args.results or results_root(), tables, chosen_tier(args), args.papers_dir):
+    for path in write_fair_tables(
+        args.results or results_root(), tables, chosen_tier(args), args.papers_dir, args.recipes
+    ):
         print(path)
     if chosen_tier(args) != Tier.MINI:  # the index lists the papers' pages and the fair one; mini pages stand alone
         print(write_index(tables, load_tolerances(args.tolerances), chosen_tier(args), args.papers_dir))

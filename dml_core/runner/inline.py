@@ -269,7 +269,9 @@ class PaperRun(RunOptions):
     ) -> PaperTables | MiniPage | list[Path]:
         """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
         if is_study(self.key):
-            written = write_fair_tables(self.results_root, self.tables_root, self.tier, self.papers_dir)
+            written = write_fair_tables(
+                self.results_root, self.tables_root, self.tier, self.papers_dir, Path(self.recipes_dir)
+            )
             for path in written:
                 log(f"tables: {path}")
             return written

@@ -78,6 +78,6 @@ def test_tables_fair_mini_writes_the_fair_page_and_mini_alone_is_refused(tmp_pat
     assert main(["tables", "fair", "--mini", *folders]) == 0
     mini = tmp_path / "tables" / "mini"
     assert capsys.readouterr().out.split() == [str(mini / name) for name in ("fair.md", "fair.csv", "fair.png")]
-    assert "| npair | baseline | PK 30×4 | 0, 1 | 41.0 ± 1.4 |" in (mini / "fair.md").read_text()
+    assert "| npair | reference | PK 30×4 | 0, 1 | 200, 200 | 41.0 ± 1.4 |" in (mini / "fair.md").read_text()
     assert main(["tables", "--mini", *folders]) == 2
     assert "--mini: only with fair" in capsys.readouterr().err
