@@ -13,5 +13,6 @@
 - ``uci``: the 15 data sets of Table 2; ``uci_routes``, ``package_files``, ``uci_readers`` and ``monks``: where
   they come from and how they are read.
 
-It may import ``evaluation`` and the top-level helpers; the runner, the commands and the tables import it.
+It may import ``data`` (the one downloader), ``evaluation`` and the top-level helpers; the runner, the commands and
+the tables import it.
 """

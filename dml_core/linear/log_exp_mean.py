@@ -19,8 +19,8 @@ from dml_core.linear.kernels import masked_shifted_exponents
 GAMMA_ZERO = 1e-12
 
 # exp(x) for x below this is smaller than 1e-304, i.e. 0 next to the row's largest term exp(0) = 1. numpy's
-# SIMD exp falls back to a slow scalar path for every argument that underflows (or is -inf), which made it
-# 5-15x slower on the rows of large gamma; clamping the argument here keeps it on the fast path.
+# SIMD exp falls back to a slow scalar path for every argument that underflows (or is -inf), as the rows of large
+# gamma do; clamping the argument here keeps it on the fast path (how much it costs: docs/performance.md).
 EXPONENT_FLOOR = -700.0
 
 

@@ -113,7 +113,7 @@ SHA256_RECORDS = ".dml-sha256.json"
 
 def cached_file_sha256(path: str | os.PathLike) -> str:
     """:func:`file_sha256`, remembered in ``SHA256_RECORDS`` beside the file under its name, size and modification
-    time, so a file is hashed once (a second or two for 100 MB) and again only when it changes. Where that folder is
+    time, so a file is read and hashed once (docs/performance.md) and again only when it changes. Where that folder is
     read-only, or another tool's (torch hub's), nothing is remembered and the file is hashed every time (same
     verdict)."""
     path = Path(path)

@@ -33,11 +33,8 @@ from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs
 from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
-from dml_core.tables.fair.build import write_fair_tables
+from dml_core.tables.builder.pages import BuiltPages, build_pages
 from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
-from dml_core.tables.pages.build import PaperTables, build_paper_tables
-from dml_core.tables.pages.index import write_index
-from dml_core.tables.pages.mini import MiniPage, build_mini_page
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training import train
@@ -52,7 +49,7 @@ class ReproduceReport:
     trained: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    tables: PaperTables | MiniPage | list[Path] | None = None  # a study's: the files its tables builder wrote
+    tables: BuiltPages | None = None  # None: not built (jobs not ended yet, or ``reproduce(build_tables=False)``)
     not_run: dict[str, str] = field(default_factory=dict)  # run -> its missing inputs (``skip_missing``)
 
 
@@ -264,46 +261,28 @@ class PaperRun(RunOptions):
             max_steps=self.max_steps,
         )
 
-    def build_tables(
-        self, tolerances: Tolerances, log: Callable[[str], None] = print
-    ) -> PaperTables | MiniPage | list[Path]:
-        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
-        if is_study(self.key):
-            written = write_fair_tables(
-                self.results_root, self.tables_root, self.tier, self.papers_dir, Path(self.recipes_dir)
-            )
-            for path in written:
-                log(f"tables: {path}")
-            return written
+    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> BuiltPages:
+        """The paper's (or study's) pages at this tier from every results file of it there is, and the index
+        (``tables.builder``); none for a rehearsal."""
         if self.max_steps is not None:
             log(f"rehearsal: no tables (its results, under {self.output_roots[1]}, stand for no published row)")
-            return []
-        if self.tier == Tier.MINI:
-            page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
-            log(f"tables: {page.markdown_path}")
-            return page
-        tables = build_paper_tables(
-            self.key,
+            return BuiltPages()
+        return build_pages(
+            [self.key],
+            self.tier,
             results_root=self.results_root,
             tables_root=self.tables_root,
-            recipes_dir=self.recipes_dir,
             tolerances=tolerances,
-            tier=self.tier,
+            recipes_dir=Path(self.recipes_dir),
             papers_dir=self.papers_dir,
             data_root=resolve_data_root(self.data_root),
+            log=log,
         )
-        log(f"tables: {tables.markdown_path}")
-        for refusal in tables.refused:  # the results gate's: shown in no table
-            log(f"results gate: REFUSED {refusal}")
-        for note in tables.notes:
-            log(f"results gate: note: {note}")
-        log(f"tables index: {write_index(self.tables_root, tolerances, self.tier, self.papers_dir)}")
-        return tables
 
 
-def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceReport:
+def reproduce(paper: PaperRun, log: Callable[[str], None] = print, *, build_tables: bool = True) -> ReproduceReport:
     """Preflight, train every planned run in this process (skipping finished ones), run the linear plans,
-    then build the tables.
+    then build the tables (unless ``build_tables`` is false: a caller that builds several papers' pages at once).
 
     ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``, seeds 0-2 unless given),
     and writes ``tables/mini/<key>.md``; a study (``fair``) runs every run over its study's seeds, its mini data set's
@@ -338,7 +317,8 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
         )
         report.trained += trained
         report.skipped += skipped
-        report.tables = paper.build_tables(tolerances, log)
+        if build_tables:
+            report.tables = paper.build_tables(tolerances, log)
     return report
 
 

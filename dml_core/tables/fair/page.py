@@ -69,7 +69,7 @@ HOW_TO_READ = (
     "`papers/fair/method.md`; the statistics: `docs/fair.md`."
 )
 RULE_METRIC = {"best_val_r1": "validation R@1", "best_val_map_r": "validation MAP@R"}
-PLACES = {"MAP@R": 2}  # MAP@R at the mini tier is under 1 %: one decimal would hide its spread
+PLACES = {"MAP@R": 2}  # MAP@R is small at the mini tier (tables/mini/fair.md): one decimal would hide its spread
 
 
 def _places(metric: str) -> int:

@@ -1,5 +1,6 @@
 """``tables/[smoke/]README.md``: every paper's summary on one page, read from the long forms (``<key>.csv``) the
-pages were built with, so building one paper still leaves an index of all."""
+pages were built with, so building one paper still leaves an index of all, and the fair study's verdicts where its
+page is built (read from ``fair.csv``)."""
 
 from __future__ import annotations
 
