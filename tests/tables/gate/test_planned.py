@@ -29,9 +29,7 @@ def test_the_pinned_linear_plans_plan_the_table2_rows_they_run():
     every_method = ("nca", "pnca", "lanml-plus", "lanml-minus")
     methods = {"iris": every_method, "wine": every_method, "glass": every_method, "monk1": every_method,
                "german": every_method, "vehicle": every_method, "letter": ("nca",), "pendigits": ("nca",)}  # fmt: skip
-    assert planned == {
-        ("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for d, names in methods.items() for m in names
-    }
+    assert planned == {("table2", f"{m}-uci-{d}"): [f"{m}-uci-{d}"] for d, names in methods.items() for m in names}
     assert not planned_linear_targets(RECIPES_DIR, "damlrrm")  # only anml has linear plans
 
 
