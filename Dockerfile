@@ -12,9 +12,11 @@
 # compatibility), a GPU of compute capability 7.5 or newer (CUDA 13 dropped Maxwell, Pascal and Volta), and the
 # NVIDIA Container Toolkit for --gpus.
 #
-# Data and weights are prepared on the host (no download happens inside a run): `nox -s dml -- prepare <dataset> --root data`
-# and `nox -s dml -- weights --fetch` (which saves to ~/.cache/dml/weights, or $DML_WEIGHTS_DIR); the mounts above hand the
-# container those same folders. results/, tables/ and runs/ stay in the repository copy (/opt/dml), where the
+# The one `docker run` does it all: the run fetches the datasets and weight files it needs and lacks into the mounted
+# /data and /weights (DML_DATA_ROOT, DML_WEIGHTS_DIR), so they stay on the host and a stopped run's downloads resume
+# in the next one; folders already filled on the host (`nox -s dml -- prepare`, `nox -s dml -- weights --fetch`, which
+# saves to ~/.cache/dml/weights or $DML_WEIGHTS_DIR) are used as they are, and `-- --no-download` fetches nothing.
+# results/, tables/ and runs/ stay in the repository copy (/opt/dml), where the
 # suite writes by default: mounting the checkout's own folders there shows the container the committed results and
 # every earlier run's, and keeps what it writes on the host. Without those mounts the container sees the committed
 # results baked into the image, and what it writes goes with the container.

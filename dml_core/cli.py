@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except BaseException as error:  # the boundary: what is not an expected failure is raised again
-        failure = None if debug else describe_failure(error)
+        failure = None if debug else describe_failure(error, args.command)
         if failure is None:
             raise
         print(f"error: {failure.line}", file=sys.stderr)

@@ -51,20 +51,34 @@ def _os_error_line(error: OSError) -> str:
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
 
 
-def describe_failure(error: BaseException) -> Failure | None:
+# What Ctrl-C leaves, by command: the training commands resume from their last checkpoint; the ones that download
+# keep their partial downloads; the others have nothing to resume.
+_TRAINING_INTERRUPTED = (
+    "interrupted; nothing after the last checkpoint is kept: `nox -s dml -- train ... --resume` (or "
+    "`nox -s dml -- reproduce` again) continues from it"
+)
+_INTERRUPTED = {
+    "train": _TRAINING_INTERRUPTED,
+    "reproduce": _TRAINING_INTERRUPTED,
+    "nightly": _TRAINING_INTERRUPTED,
+    "prepare": "interrupted; the dataset folder is as it was before this prepare, and its partial downloads are kept: "
+    "the same `nox -s dml -- prepare` again resumes them",
+    "weights": "interrupted; a partial download is kept: `nox -s dml -- weights --fetch` again resumes it",
+}
+
+
+def describe_failure(error: BaseException, command: str | None = None) -> Failure | None:
     """The exit status and line of an expected failure; None for anything else (a bug: keep the traceback).
 
     Bad input: an ``InputError`` (a file, field or argument named with what was expected and found; damaged
     checkpoints, refused recipes and unwritable output locations found before a run are such errors), or an OSError
     on a path the user gave. A failed run: a non-finite loss (``NonFiniteError``, naming the iteration), an output
     that could not be written once the run was under way (``OutputError``: disk full), the GPU out of memory.
+    Interrupted: Ctrl-C, with what the ``command`` that was running leaves and how to go on (default: a training
+    command's).
     """
     if isinstance(error, KeyboardInterrupt):
-        return Failure(
-            INTERRUPTED,
-            "interrupted; nothing after the last checkpoint is kept: `nox -s dml -- train ... --resume` (or "
-            "`nox -s dml -- reproduce` again) continues from it",
-        )
+        return Failure(INTERRUPTED, _INTERRUPTED.get(command or "train", "interrupted"))
     if isinstance(error, InputError):
         return Failure(BAD_INPUT, without_worker_traceback(str(error)))
     if isinstance(error, NonFiniteError | OutputError):

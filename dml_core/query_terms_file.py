@@ -2,7 +2,7 @@
 
 It holds the retrieval terms of each query (``dml_core.evaluation.per_query``) for the evaluations some selection
 rule picks (the recipe's, best test R@1, the final one), as ``<iteration>/<array>`` entries of a compressed
-numpy archive: about 0.2 MB an evaluation at SOP scale (60,502 queries). The results file records the
+numpy archive (its size at SOP scale: docs/evaluation.md, "Intervals over queries"). The results file records the
 companion's name, sha256, size and iterations (field ``queries``); a companion that is missing, or whose bytes
 differ from that record, is an ``InputError``, never read as if it were the run's.
 """

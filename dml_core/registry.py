@@ -1,7 +1,7 @@
 """One lookup for every registry of named parts (losses, samplers, heads, backbones, datasets, optimisers, metrics...).
 
 A :class:`Registry` knows what it holds and which recipe field names it, so every unknown name is worded the same way
-wherever it is met. Standard library only: the recipe schema imports registries' messages without loading torch.
+wherever it is met. Standard library only, so that a registry of torch-free parts (the metrics) loads without torch.
 
 >>> COLOURS = Registry("colour", "paint.colour", {"red": 1, "blue": 2})
 >>> COLOURS.lookup("blue")

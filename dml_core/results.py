@@ -115,6 +115,17 @@ class HostLoadRecord(StrictModel):
         return self.mean / self.cpus if self.mean_per_cpu is None else self.mean_per_cpu
 
 
+class SamplerRecord(StrictModel):
+    """What decided the run's batches beside its training split (``index_hashes["train"]``): the sampler's name and
+    seed, every parameter of its constructor with the defaults filled in, and what it derived from them and the
+    labels (``dml_core.data.samplers.sampler_record``: damlrrm's shuffled pool)."""
+
+    name: str
+    seed: int
+    settings: dict[str, Any]
+    derived: dict[str, Any] = Field(default_factory=dict)
+
+
 class TimingRecord(StrictModel):
     iterations: int
     train_seconds: float  # wall time in the training loop, evaluations excluded
@@ -158,6 +169,9 @@ class ResultsFile(TierRecorded):
     # which images the run trained and tested on: sha256 of each split's sorted paths, and "all"
     # (``dml_core.data.index.index_hashes``; absent in files written before it was recorded)
     index_hashes: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] | None = None
+    # the sampler as built (absent in files written before it was recorded: their recipe names its parameters,
+    # not the defaults it ran with)
+    sampler: SamplerRecord | None = None
     git: dict[str, Any]
     environment: dict[str, Any]
     evaluation_protocol: dict[str, Any]
@@ -291,6 +305,8 @@ class LinearResultsFile(TierRecorded):
     paper: str
     targets: list[TargetRecord] = Field(min_length=1)
     dataset: str  # as published.yaml names it: uci:iris
+    # what the arrays were read from, with its checksums (``linear.uci.uci_source``); None: not recorded then
+    data_source: str | None = None
     method: str  # dml_core.linear.methods key: lanml_plus
     method_name: str  # as Table 2 prints it: LANML+
     seed: int
@@ -429,11 +445,12 @@ def deep_results_payload(
     world_size: int,
     device_type: str,
     rehearsal: dict[str, int] | None = None,
+    sampler: dict[str, Any] | None = None,
 ) -> dict:
     """A finished deep run's results file (``ResultsFile``'s fields), from what the trainer measured and the
     ``recipe`` (a ``dml_core.recipes.settings.Recipe``) it ran on a device of ``device_type``: the selection rules
     applied to its evaluations here, and the precision its model trained in. ``rehearsal``: a run cut short
-    (``RehearsalRecord``'s fields)."""
+    (``RehearsalRecord``'s fields); ``sampler``: the sampler as built (``SamplerRecord``'s fields)."""
     payload = {
         "schema_version": SCHEMA_VERSION,
         "status": "complete",
@@ -456,6 +473,7 @@ def deep_results_payload(
         "world_size": world_size,
         "precision": forward_precision(device_type, recipe.training.precision),
         "index_hashes": index_hashes,
+        **({"sampler": sampler} if sampler is not None else {}),
         "git": git,
         "environment": environment,
         "evaluation_protocol": {**protocol, "selection_rule": recipe.evaluation.selection},

@@ -14,7 +14,7 @@ def seeded_cpu_rng(seed: int) -> Iterator[None]:
     """Draw from torch's CPU generator seeded with ``seed``; the global generator state is restored after.
 
     Seeds only the CPU generator (the one transforms draw from): ``torch.manual_seed`` also seeds CUDA, which
-    costs ~70x more per call and would run once per image.
+    costs far more a call (docs/performance.md) and would run once per image.
     """
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(seed)

@@ -1,14 +1,18 @@
-"""Test-wide settings: offline hub, deterministic CPU torch, the cores shared among the gate's parallel workers (at
-most two threads each, CI's cores), the files with slow tests first in each worker; a tiny CUB for the
-tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation); the embedded glyph
-sets generated once per session, copied into the data roots of the tests that train on them."""
+"""Test-wide settings: offline hub, an empty torch hub folder, deterministic CPU torch, the cores shared among the
+gate's parallel workers (at most two threads each, CI's cores), the files with slow tests first in each worker; a
+tiny CUB for the tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation);
+the embedded glyph sets generated once per session, copied into the data roots of the tests that train on them; a
+loopback HTTP server."""
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# torch hub's folder is a place weight files are found: a test sees an empty one, never the machine's own.
+os.environ["TORCH_HOME"] = os.path.join(tempfile.gettempdir(), f"dml-tests-torch-home-{os.getpid()}")
 
 import pytest
 import torch
@@ -16,6 +20,7 @@ import torch
 from dml_core.cpu_cores import available_cores
 from dml_core.data.prepare import ensure_generated, prepare
 from dml_core.data.registry import get_spec
+from tests.data.conftest import loopback_server
 from tests.data.layouts import make_cub, shrink_spec, write_jpeg
 from tests.processes import log_files_report
 
@@ -122,3 +127,11 @@ def copy_glyph_sets(generated_glyph_set) -> Callable[..., Path]:
 def glyph_data_root(tmp_path, copy_glyph_sets) -> Path:
     """``tmp_path / "data"`` with the embedded smoke set in it, already generated."""
     return copy_glyph_sets(tmp_path / "data")
+
+
+@pytest.fixture
+def http_server():
+    """A loopback HTTP server (``tests/data/conftest.py``): yields (base_url, served); put bytes in
+    ``served.files['/name']``."""
+    with loopback_server() as server:
+        yield server

@@ -1,6 +1,7 @@
 """The Dockerfile (no Docker engine here, so it is parsed): a plain Python base (the pinned torch wheels bring their
 CUDA user space), the dependencies installed from constraints.txt in a layer before the source is copied, the
-committed results visible in the container, one weights location for host and container, the driver stated."""
+committed results visible in the container, one weights location for host and container, the driver stated, and one
+`docker run` that fetches into the mounted folders, trains and writes the tables."""
 
 import json
 import re
@@ -107,3 +108,16 @@ def test_host_and_container_share_one_weights_location(monkeypatch):
     command = _docker_run_command()
     assert f'-v "${{DML_WEIGHTS_DIR:-$HOME/{host_default.as_posix()}}}:/weights"' in command
     assert '-v "$PWD/data:/data"' in command  # `nox -s dml -- prepare DATASET --root data` on the host
+
+
+def test_one_docker_run_fetches_into_the_mounted_folders_and_trains():
+    env = _env()
+    for switch in ("HF_HUB_OFFLINE", "DML_OFFLINE"):
+        assert switch not in env, switch  # downloads stay on: the run fetches what it lacks
+    command = _docker_run_command()
+    assert re.search(r" dml-repro nox -s reproduce-\w+$", command), command  # the one command, nothing before it
+    assert '-v "$PWD/data:/data"' in command and ':/weights"' in command  # where it fetches: kept on the host
+    page = (ROOT / "docs" / "gpu.md").read_text()
+    docker = page[page.index("## Docker") :]
+    assert "Prepare data and weights on the host" not in docker
+    assert "--no-download" in docker  # the offline form, inputs already on the host

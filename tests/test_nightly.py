@@ -126,13 +126,14 @@ def test_a_results_file_the_tables_refuse_fails_the_nightly(tmp_path, monkeypatc
     _tiny_anml(tmp_path)
     (tmp_path / "reproduce" / "anml" / "danml.yaml").unlink()  # the Iris plan alone: seconds
 
-    def reproduce_with_a_refusal(paper, log):
-        report = real_reproduce(paper, log)
-        report.tables.refused.append(Refusal(tmp_path / "forged.json", "field selection: expected 1.01, found 60.0"))
-        return report
+    def pages_with_a_refusal(*arguments, **options):
+        built = real_build_pages(*arguments, **options)
+        forged = Refusal(tmp_path / "forged.json", "field selection: expected 1.01, found 60.0")
+        built.papers["anml"].refused.append(forged)
+        return built
 
-    real_reproduce = nightly.reproduce
-    monkeypatch.setattr(nightly, "reproduce", reproduce_with_a_refusal)
+    real_build_pages = nightly.build_pages
+    monkeypatch.setattr(nightly, "build_pages", pages_with_a_refusal)
     roots = {"results_root": tmp_path / "results", "runs_root": tmp_path / "runs", "tables_root": tmp_path / "tables"}
     report = run_nightly(Nightly(["anml"], "smoke", **roots, recipes_dir=tmp_path / "reproduce"), code=CLEAN, now=NOW)
     assert not report.passed and report.refused == [

@@ -11,6 +11,7 @@ from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
 from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
 from dml_core.linear.solver import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
+from dml_core.output_paths import data_root
 from dml_core.provenance import git_state
 from dml_core.runner.linear import linear_runs, write_run_results
 from dml_core.tier import Tier
@@ -50,7 +51,10 @@ def add_parser(subparsers) -> None:
         help="solver objective evaluations per fit",
     )
     parser.add_argument(
-        "--root", type=Path, help="the --root of `nox -s dml -- prepare uci:<name>` (not needed for Iris, Wine)"
+        "--root",
+        type=Path,
+        help="the --root of `nox -s dml -- prepare uci:<name>` (default: $DML_DATA_ROOT, else ./data; not needed for "
+        "Iris, Wine)",
     )
     parser.add_argument(
         "--jobs", type=positive_int, default=1, help="parallel processes for the grid search (same result)"
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_table2_protocol(
             args.dataset,
             method,
-            root=args.root,
+            root=data_root(args.root),  # --root, else $DML_DATA_ROOT, else ./data: as prepare's
             n_splits=args.splits,
             seed=args.seed,
             grid=thin_grid(PAPER_GRIDS[method], args.grid_every),

@@ -32,9 +32,10 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "reproduce",
         description="Print the plan (the runs with their expected hours and its source, each input and its state, "
-        "the disk each stage needs against the free space), check that the datasets and weight files of "
-        "reproduce/KEY/*.yaml are here (each missing one named with the runs it blocks and the command that "
-        "provides it; --skip-missing trains the others), train each recipe x seed (interrupted runs resume, "
+        "the disk each stage needs against the free space), fetch the datasets and weight files the selected runs "
+        "need and lack (unless --no-download; a killed fetch resumes), check that they are here (each still missing "
+        "one named with the runs it blocks and the command that provides it; --skip-missing trains the others), "
+        "train each recipe x seed (interrupted runs resume, "
         "finished ones are skipped unless --rerun), write "
         "results/KEY/<id>-seed<N>.json and build tables/KEY.md. Linear plans (reproduce/KEY/linear/*.yaml: anml "
         "Table 2) run after the recipes, into the same results folder (--only takes their ids too; --seeds applies "
@@ -64,19 +65,7 @@ def add_parser(subparsers) -> None:
         "--seeds", type=non_negative_int, nargs="+", help="seeds to run (default: each recipe's training.seed)"
     )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="only these run ids")
-    parser.add_argument(
-        "--skip-missing",
-        action="store_true",
-        help="train the runs whose datasets and weight files are here and leave out the others (the closing "
-        "summary names them, and the exit status is 3 when any was left out and none failed); without it a "
-        "missing input stops the paper before anything trains",
-    )
-    parser.add_argument(
-        "--plan",
-        action="store_true",
-        help="print the plan (runs, inputs and their state, disk, expected hours) and exit 0: nothing is checked, "
-        "built or trained",
-    )
+    _add_plan_and_input_arguments(parser)
     add_max_steps_option(parser)
     parser.add_argument(
         "--rerun",
@@ -94,6 +83,39 @@ def add_parser(subparsers) -> None:
     add_run_options(parser)
     _add_launcher_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def _add_plan_and_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The plan's flags and what happens to the inputs the runs need: fetched, or left out."""
+    parser.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="train the runs whose datasets and weight files are here and leave out the others (the closing "
+        "summary names them, and the exit status is 3 when any was left out and none failed); without it a "
+        "missing input stops the paper before anything trains",
+    )
+    parser.add_argument(
+        "--no-download",
+        action="store_true",
+        help="fetch nothing: the datasets and weight files the runs need must be here (an offline box, CI); without "
+        "it, each one missing is fetched after the plan is printed (the datasets from the catalog of sources, "
+        "resumable; the weight files of the backbones these runs load, and no others)",
+    )
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the plan (runs, inputs and their state, disk, expected hours) and exit 0: nothing is checked, "
+        "built or trained",
+    )
+    parser.add_argument(
+        "--calibrate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time each distinct training shape of the runs (backbone, batch, crop, precision, pipeline, loss) for "
+        "a few steps on synthetic batches here and give each run's hours from that (default: on a GPU at full "
+        "scale before training, not with --plan); without it the hours rest on committed measurements, a cost "
+        "model scaled from one, or the paper's published time, each run's line says which",
+    )
 
 
 # Flags that only mean something when jobs are submitted, and those only Slurm reads (argparse dest names).
@@ -184,7 +206,9 @@ def run(args: argparse.Namespace) -> int:
         readings=parse_reading_choices(args.readings),
         rerun=args.rerun,
         skip_missing=args.skip_missing,
+        download=not args.no_download,
         max_steps=args.max_steps,
+        calibrate=args.calibrate,
         **run_options(args),
     )
     if args.plan:

@@ -1,6 +1,7 @@
 """``dml tables``: build ``tables/<key>.md`` (and its long form ``<key>.csv``) from the results files, and the
-index ``tables/README.md``; ``--check`` is the nightly gate, read from the long forms. ``dml tables fair [--mini]``
-builds the fair comparison's table instead (``dml_core.tables.fair.build``)."""
+index ``tables/README.md``; ``--mini`` the mini tier's pages ``tables/mini/<key>.md``; ``dml tables fair [--mini]``
+the fair comparison's table instead. The pages are ``dml_core.tables.builder``'s, as ``dml reproduce`` builds them.
+``--check`` is the nightly gate, read from the long forms."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def add_parser(subparsers) -> None:
         "as refused. With --check, exit 1 when a file is refused or a number is below published minus its gate "
         "(the tolerance, or the measured spread where larger), read from the CSV files; cells under a reviewed "
         "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `nox -s dml -- nightly` also "
-        "compares with the previous nightly. `nox -s dml -- tables fair [--mini]` builds the fair comparison's table "
-        "instead: TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
+        "compares with the previous nightly. With --mini, the mini tier's pages TABLES/mini/<paper>.md from "
+        "RESULTS/mini/<paper>/ instead (no index, no gate: they are checks that each run learns, compared with no "
+        "published number). `nox -s dml -- tables fair [--mini]` builds the fair comparison's table instead: "
+        "TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
     )
     parser.add_argument(
         "study",
@@ -42,7 +45,8 @@ def add_parser(subparsers) -> None:
     add_tier_flags(
         parser,
         smoke_help="the smoke results (RESULTS/smoke/) and tables",
-        mini_help="with fair: the mini tier's results (RESULTS/mini/fair/) and table (TABLES/mini/fair.md)",
+        mini_help="the mini tier's results (RESULTS/mini/) and pages (TABLES/mini/<paper>.md, or with fair "
+        "TABLES/mini/fair.md)",
     )
     parser.add_argument("--results", type=Path, help="results root (default: $DML_RESULTS_DIR or ./results)")
     parser.add_argument("--tables", type=Path, help="tables root (default: $DML_TABLES_DIR or ./tables)")
@@ -67,60 +71,34 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Here, not at the top: the table builder loads pandas and matplotlib; `dml tables --help` stays light.
+    # Here, not at the top: the page builder loads pandas and matplotlib; `dml tables --help` stays light.
+    from dml_core.tables.builder.pages import build_pages
     from dml_core.tables.gate.check import check_long_forms, gate_lines
     from dml_core.tables.gate.tolerances import load_tolerances
-    from dml_core.tables.pages.build import build_paper_tables
-    from dml_core.tables.pages.index import write_index
 
     tables = args.tables or tables_root()
     require_writable_folder(tables, "--tables")
-    if args.study == FAIR_KEY:
-        return run_fair(args, tables)
-    if chosen_tier(args) == Tier.MINI:
-        raise InputError("--mini: only with fair (`nox -s dml -- reproduce KEY --mini` builds a paper's mini page)")
-    tolerances = load_tolerances(args.tolerances)
-    built = [
-        build_paper_tables(
-            key,
-            results_root=args.results or results_root(),
-            tables_root=tables,
-            recipes_dir=args.recipes,
-            tolerances=tolerances,
-            tier=chosen_tier(args),
-            papers_dir=args.papers_dir,
-            draw_plots=not args.no_plots,
-            data_root=resolve_data_root(args.data_root),
-        )
-        for key in args.paper
-    ]
-    for paper in built:
-        print(paper.markdown_path)
-        for refusal in paper.refused:  # the results gate's: in no table
-            print(f"REFUSED {refusal}", file=sys.stderr)
-        for note in paper.notes:
-            print(f"note: {note}", file=sys.stderr)
-    print(write_index(tables, tolerances, chosen_tier(args), args.papers_dir))
-    refused = [refusal for paper in built for refusal in paper.refused]
+    tier = chosen_tier(args)
+    if args.check and args.study == FAIR_KEY:
+        raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")
+    if args.check and tier == Tier.MINI:
+        raise InputError("--check: the nightly gate compares the papers' full or smoke tables, not the mini tier's")
+    built = build_pages(
+        [FAIR_KEY] if args.study == FAIR_KEY else args.paper,
+        tier,
+        results_root=args.results or results_root(),
+        tables_root=tables,
+        tolerances=load_tolerances(args.tolerances),
+        recipes_dir=args.recipes,
+        papers_dir=args.papers_dir,
+        data_root=resolve_data_root(args.data_root),
+        draw_plots=not args.no_plots,
+        warn=lambda line: print(line, file=sys.stderr),
+    )
     if not args.check:
         return 0
-    gate = check_long_forms({paper.key: paper.long_form for paper in built}, {}, chosen_tier(args))
-    print("\n".join(gate_lines(gate, chosen_tier(args))))
-    if refused:
-        print(f"check: {len(refused)} results file(s) refused by the results gate (on stderr): fails")
-    return 1 if gate.failures or refused else 0
-
-
-def run_fair(args: argparse.Namespace, tables: Path) -> int:
-    # the builders pull pandas and matplotlib in: only when the fair page is built, as the papers' builder does
-    from dml_core.tables.fair.build import write_fair_tables
-    from dml_core.tables.gate.tolerances import load_tolerances
-    from dml_core.tables.pages.index import write_index
-
-    if args.check:
-        raise InputError("--check: the nightly gate compares the papers' tables with their published numbers, not fair")
-    for path in write_fair_tables(args.results or results_root(), tables, chosen_tier(args), args.papers_dir):
-        print(path)
-    if chosen_tier(args) != Tier.MINI:  # the index lists the papers' pages and the fair one; mini pages stand alone
-        print(write_index(tables, load_tolerances(args.tolerances), chosen_tier(args), args.papers_dir))
-    return 0
+    gate = check_long_forms(built.long_forms, {}, tier)
+    print("\n".join(gate_lines(gate, tier)))
+    if built.refused:
+        print(f"check: {len(built.refused)} results file(s) refused by the results gate (on stderr): fails")
+    return 1 if gate.failures or built.refused else 0

@@ -8,6 +8,7 @@ import shutil
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
@@ -61,13 +62,29 @@ def _extract_tar(archive: Path, target: Path, bar: tqdm) -> None:
             bar.update()
 
 
-def extract(archive: Path, destination: Path, *, progress: bool = False) -> list[Path]:
+def replace_entry(entry: Path, target: Path) -> Path:
+    """Move ``entry`` onto ``target``, replacing what is there."""
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+    entry.rename(target)
+    return target
+
+
+def extract(
+    archive: Path,
+    destination: Path,
+    *,
+    progress: bool = False,
+    place: Callable[[Path, Path], Path] = replace_entry,
+) -> list[Path]:
     """Unpack ``archive`` into ``destination``; return the top-level entries it created. ``progress``: a bar over
     the members.
 
-    Unpacks into a temporary folder first and moves the entries into place, so an interrupted extraction
-    leaves no half folder under its final name. Existing entries of the same name are replaced. Staging folders
-    that killed extractions left are removed first.
+    Unpacks into a temporary folder first and moves the entries into place (``place(entry, target)``; default:
+    replacing an entry of the same name), so an interrupted extraction leaves no half folder under its final name.
+    Staging folders that killed extractions left are removed first.
     """
     archive, destination = Path(archive), Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
@@ -85,15 +102,6 @@ def extract(archive: Path, destination: Path, *, progress: bool = False) -> list
             raise InputError(
                 f"{archive}: cannot unpack ({reason}); the archive is damaged or incomplete, download it again"
             ) from None
-        created = []
-        for entry in sorted(staging.iterdir()):
-            target = destination / entry.name
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            elif target.is_dir():
-                shutil.rmtree(target)
-            entry.rename(target)
-            created.append(target)
-        return created
+        return [place(entry, destination / entry.name) for entry in sorted(staging.iterdir())]
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -47,10 +47,14 @@ class Checksums(StrictModel):
 
 
 class PublishedFile(Checksums):
-    """A file the dataset's authors published: every copy must have its checksum."""
+    """A file the dataset's authors published, its checksum and the public evidence for it. A copy that differs is
+    refused where the evidence is public (``gates``); a checksum no public source gives (``gates: false``) is only
+    compared and reported, and the content checks carry the copy's identity."""
 
     file: str
     holds: str
+    evidence: str
+    gates: bool = True
     unpacks_to: str | None = None
 
     @model_validator(mode="after")
@@ -106,6 +110,7 @@ class WeightSource(StrictModel):
 class WeightEntry(StrictModel):
     file: str
     sha256: str
+    evidence: str  # where the full sha256 comes from
     note: str
     sources: list[WeightSource] = Field(min_length=1)
 

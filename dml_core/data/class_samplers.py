@@ -58,6 +58,11 @@ class EpochBatchSampler:
     def build_batches(self) -> list[list[int]]:
         raise NotImplementedError
 
+    def derived_settings(self) -> dict[str, int]:
+        """What the sampler derived from its parameters and the labels that decides its batches beyond them (a
+        results file records it: ``samplers.sampler_record``); none for most samplers."""
+        return {}
+
     def __iter__(self) -> Iterator[list[int]]:
         return iter([list(batch) for batch in self.epoch_batches()])
 

@@ -104,7 +104,7 @@ def read_index(dataset_dir: Path) -> list[IndexRow]:
 
 
 def split_index(dataset: str, dataset_dir: Path, rows: list[IndexRow], split: str) -> SplitIndex:
-    """The rows of one split as a :class:`SplitIndex` (no count check: see ``verify_counts``)."""
+    """The rows of one split as a :class:`SplitIndex` (no count check: see ``verify.verify_rows``)."""
     chosen = [row for row in rows if row.split == split]
     return SplitIndex(
         dataset=dataset,

@@ -33,13 +33,16 @@ class KnownFile:
     filename: str
     md5: str
     top_folder: str | None = None
+    # False for a checksum no public source gives: a copy that differs is reported, not refused (the content
+    # checks carry its identity).
+    gates: bool = True
 
 
 def published_files(dataset: str) -> tuple[KnownFile, ...]:
     """The published files the packaged catalog lists for ``dataset`` (those with an md5)."""
     entry = packaged_catalog().datasets.get(dataset)
     published = entry.published if entry else []
-    return tuple(KnownFile(known.file, known.md5, known.unpacks_to) for known in published if known.md5)
+    return tuple(KnownFile(known.file, known.md5, known.unpacks_to, known.gates) for known in published if known.md5)
 
 
 def _no_annotation_files(dataset_dir: Path) -> list[tuple[Path, str]]:
@@ -59,8 +62,8 @@ class DatasetSpec:
     read_layout: Callable[[Path], list[IndexRow]]
     how_to_prepare: str
     files: tuple[KnownFile, ...] = ()
-    # The annotation files the layout under a folder reads, each with the published file whose md5 it must have
-    # (Cars196: in its Stanford layouts nothing else carries an image's class).
+    # The annotation files the layout under a folder reads, each with the published file whose md5 it is compared
+    # with (Cars196: in its Stanford layouts nothing else carries an image's class).
     annotation_files: Callable[[Path], list[tuple[Path, str]]] = _no_annotation_files
     # Class counts over several splits together (In-Shop: query and gallery share the 3,985 test items).
     joint_classes: dict[tuple[str, ...], int] = field(default_factory=dict)

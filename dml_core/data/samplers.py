@@ -10,6 +10,10 @@ per epoch, in batches of equal size; ``class_chunks`` states how class-structure
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
 from dml_core.data.class_chunks import number_of_batches
 from dml_core.data.class_samplers import EpochBatchSampler, PKSampler, RandomBatchSampler
 from dml_core.data.stream_samplers import PairedClassSampler, TwoStreamSampler
@@ -23,6 +27,7 @@ __all__ = [
     "RandomBatchSampler",
     "TwoStreamSampler",
     "number_of_batches",
+    "sampler_record",
 ]
 
 SAMPLERS: Registry[type[EpochBatchSampler]] = Registry(
@@ -35,3 +40,24 @@ SAMPLERS: Registry[type[EpochBatchSampler]] = Registry(
         "paired": PairedClassSampler,
     },
 )
+
+
+def sampler_record(name: str, params: Mapping[str, Any], sampler: EpochBatchSampler) -> dict[str, Any]:
+    """What decides the batches of ``sampler`` (built as ``SAMPLERS[name](labels, seed=..., **params)``) beside the
+    training labels, for its run's results file: its name, its seed, every parameter of its constructor with the
+    defaults filled in (a default that changes later cannot pass for the one a run used), and what it derived
+    from them and the labels (``derived_settings``: damlrrm's shuffled pool).
+
+    >>> import numpy as np
+    >>> labels = np.repeat(np.arange(6), 4)
+    >>> record = sampler_record("two_stream", {"classes_per_batch": 2, "images_per_class": 2},
+    ...                         TwoStreamSampler(labels, 2, 2, seed=3))
+    >>> record["seed"], record["settings"]["shuffled_pool_size"], record["settings"]["reshuffle_pool"]
+    (3, None, False)
+    >>> record["derived"]
+    {'pool_images': 12, 'pool_batches': 3, 'neat_batches': 6}
+    """
+    bound = inspect.signature(SAMPLERS.lookup(name)).bind_partial(**params)
+    bound.apply_defaults()
+    settings = {key: value for key, value in bound.arguments.items() if key not in ("labels", "seed")}
+    return {"name": name, "seed": sampler.seed, "settings": settings, "derived": sampler.derived_settings()}

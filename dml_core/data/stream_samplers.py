@@ -69,6 +69,11 @@ class TwoStreamSampler(EpochBatchSampler):
         super().set_epoch(epoch)
         self.neat.set_epoch(epoch)
 
+    def derived_settings(self) -> dict[str, int]:
+        """The shuffled pool as built (``shuffled_pool_size`` None is half the split, "all_interlaced" depends on
+        the split's size): its images and batches, beside the neat epoch's batches."""
+        return {"pool_images": len(self.pool), "pool_batches": len(self.pool_batches), "neat_batches": len(self.neat)}
+
     def pass_batches(self, index: int) -> list[np.ndarray]:
         """The shuffled batches of pass ``index`` over the pool (``reshuffle_pool``): a function of (seed, index)."""
         return shuffled_batches(self.pool, self.shuffled_size, np.random.default_rng([self.seed, 1, index]))

@@ -1,10 +1,10 @@
 """Exact evaluation: Recall@K, NMI, F1, MAP@R and R-Precision from embeddings and labels.
 
-The package's names load on first use (PEP 562): the recipe schema reads the metric names from ``registry``
-(numpy only), which must not load torch and faiss with ``evaluate``.
+The package's names load on first use (PEP 562), so that reading the metric names from ``registry`` (numpy only)
+does not load torch and faiss with ``evaluate``.
 
-It imports only the top-level helpers (``errors``, ``registry``); training, linear, the tables and the runner
-import it.
+It imports only the top-level helpers (``errors``, ``registry``); training, linear, the results gate, the per-query
+companion file (``query_terms_file``), the commands and the GPU check import it.
 """
 
 from __future__ import annotations

@@ -126,8 +126,8 @@ def _top_k_past_a_tie(distances: torch.Tensor, kth_value: torch.Tensor, k: int) 
     with further items: every item closer than it (fewer than k), then the smallest indices among the items at it.
 
     One ``topk`` over a per-item priority (closer: -1, at the k-th distance: its index, farther: last), so a row costs
-    O(n), where a full stable sort of the row costs O(n log n) (a third of the rows of the GPU check's integer-valued
-    SOP-sized set are such rows).
+    O(n), where a full stable sort of the row costs O(n log n) (sets with many equal distances, as the GPU check's
+    integer-valued one, have many such rows: docs/performance.md).
     """
     n_cols = distances.shape[1]
     cutoff = kth_value[:, None]

@@ -1,8 +1,10 @@
-"""The metrics an evaluation can report, each declaring the shared work it needs: adding a metric is one entry here.
+"""The metrics an evaluation can report, each declaring the shared work it needs.
 
-The evaluator does each piece of shared work (the kNN ranking, the neighbours, the clustering) once for every metric
-that asks for it. Only numpy is loaded here, so that the recipe schema can take :data:`MetricName` without loading the
-evaluation stack.
+Adding a metric is an entry here and its name in the recipe schema's list (``recipes.settings.EvaluationSettings.
+metrics``, which tests/test_registry.py holds equal to these names); a metric a paper publishes also needs its value's
+key in ``published.FIXED_METRICS``. The evaluator does each piece of shared work (the kNN ranking, the neighbours, the
+clustering) once for every metric that asks for it. Only numpy is loaded here, so that the names (:data:`MetricName`)
+can be read without loading the evaluation stack.
 
 >>> METRIC_NAMES
 ('recall', 'map_at_r', 'r_precision', 'nmi', 'f1')
@@ -102,7 +104,7 @@ _METRICS = {
 }
 METRICS: Registry[Metric] = Registry("metric", "metrics", _METRICS)  # `dml evaluate-embeddings --metrics` too
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
-MetricName = Literal[METRIC_NAMES]  # the recipe schema's evaluation.metrics: every registered name, no other
+MetricName = Literal[METRIC_NAMES]  # every registered name, no other, as a type
 
 
 def chosen_metrics(names: Iterable[str]) -> list[Metric]:

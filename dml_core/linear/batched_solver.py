@@ -73,9 +73,10 @@ def minimise_many_over_psd(
     initial_metrics: np.ndarray,
     config: SolverConfig | None = None,
     batch_size: int | None = None,
+    compiled: bool = True,
 ) -> list[SolverResult]:
     """Minimise problem p's ``objective(pairwise_mahalanobis(X, M), p)`` over PSD M from ``initial_metrics[p]``,
-    for every p; results in problem order."""
+    for every p; results in problem order. ``compiled``: ``pairwise_mahalanobis``'s (same results either way)."""
     config = config or SolverConfig()
     batch_size = batch_size or default_batch_size(X.shape[0])
     n_problems, d = len(initial_metrics), X.shape[1]
@@ -94,7 +95,9 @@ def minimise_many_over_psd(
         if len(new_ids):
             trials.append(project_psd(initial_metrics[new_ids]))
         trial = np.concatenate(trials)
-        trial_value, trial_distance_gradient = objective(pairwise_mahalanobis(X, trial), np.concatenate([ids, new_ids]))
+        trial_value, trial_distance_gradient = objective(
+            pairwise_mahalanobis(X, trial, compiled), np.concatenate([ids, new_ids])
+        )
         old = len(ids)
 
         # Working problems: keep a step that lowers F (and grow eta), else undo it (and shrink eta).

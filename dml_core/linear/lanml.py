@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dml_core.linear.log_exp_mean import log_exp_mean_with_weights
+from dml_core.linear.kernels import scatter_weights, shifted_exponents
+from dml_core.linear.log_exp_mean import EXPONENT_FLOOR, GAMMA_ZERO, log_exp_mean_with_weights
 
 DEFAULT_MARGIN = 1.0
 
@@ -88,17 +89,28 @@ def lanml_objectives(
     gamma2: float | np.ndarray,
     lam: float | np.ndarray,
     margin: float = DEFAULT_MARGIN,
+    compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """F and dF/dD for a stack of problems on the same samples: ``distances`` (..., n, n), hyper-parameters
     that broadcast against ``distances.shape[:-2]`` (one value per problem), the sets shared.
 
-    Each problem gets exactly the arithmetic it would get alone.
+    Each problem gets exactly the arithmetic it would get alone. ``compiled`` takes the fused passes of
+    ``kernels`` (the same bits) for a stack (..., n, n) whose gammas are all away from 0; otherwise, or
+    with ``compiled=False``, every step is a numpy expression.
     """
     n, lead = sets.n, distances.shape[:-2]
     gamma1, gamma2, lam = (np.asarray(h, dtype=np.float64) for h in (gamma1, gamma2, lam))
     flat = distances.reshape(*lead, n * n)
-    similar_radius, similar_weights, similar_sums = _radii(flat, n, sets.similar, _per_row(gamma1), means=True)
-    dissimilar_radius, dissimilar_weights, _ = _radii(flat, n, sets.dissimilar, _per_row(gamma2))
+    fused = (
+        compiled
+        and len(lead) == 1
+        and not np.any(
+            np.abs(np.concatenate([np.broadcast_to(gamma1, lead), np.broadcast_to(gamma2, lead)])) < GAMMA_ZERO
+        )
+    )
+    radii = _fused_radii if fused else _radii
+    similar_radius, similar_weights, similar_sums = radii(flat, n, sets.similar, _per_row(gamma1), means=True)
+    dissimilar_radius, dissimilar_weights, _ = radii(flat, n, sets.dissimilar, _per_row(gamma2))
     # np.take keeps the per-query arrays C-contiguous (fancy indexing on the last axis of a stack does not),
     # so that every sum over queries adds in the order a single problem's does.
     queries = np.flatnonzero(sets.queries)
@@ -113,6 +125,16 @@ def lanml_objectives(
     lam_per_entry = _per_row(_per_row(lam)) / n
     similar, dissimilar = sets.similar, sets.dissimilar
     gradient = np.zeros((*lead, n * n))
+    if fused:
+        lam_per_entry = np.broadcast_to(lam_per_entry, (*lead, 1, 1))[:, 0, 0]
+        for rows, members, (exponentials, total) in zip(similar.queries, similar.members, similar_weights, strict=True):
+            added = lam_per_entry / members.shape[1]
+            scatter_weights(gradient, members, rows, exponentials, total, active, added, False)
+        for rows, members, (exponentials, total) in zip(
+            dissimilar.queries, dissimilar.members, dissimilar_weights, strict=True
+        ):
+            scatter_weights(gradient, members, rows, exponentials, total, active, lam_per_entry, True)
+        return value, gradient.reshape(distances.shape)
     # (In place on the weights, which are this call's own arrays: the same products, no temporaries.)
     for rows, members, weights in zip(similar.queries, similar.members, similar_weights, strict=True):
         np.multiply(active[..., rows, None], weights, out=weights)
@@ -137,6 +159,32 @@ def _radii(
         if mean is not None:
             mean[..., rows] = values.sum(axis=-1) / members.shape[1]
         weights.append(block_weights)
+    return radius, weights, mean
+
+
+def _fused_radii(
+    flat_distances: np.ndarray, n: int, packed: PackedSet, gamma: np.ndarray, means: bool = False
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]], np.ndarray | None]:
+    """``_radii`` for a stack (B, n * n) with every gamma away from 0, through the compiled passes: the same
+    radii and means; the weights stay unnormalised, as (exponentials, row totals) per block, for
+    ``scatter_weights`` to divide as ``_radii`` does."""
+    problems = flat_distances.shape[0]
+    gamma = np.ascontiguousarray(np.broadcast_to(gamma, (problems, 1))[:, 0])
+    radius = np.zeros((problems, n))
+    mean = np.zeros((problems, n)) if means else None
+    weights = []
+    for rows, members in zip(packed.queries, packed.members, strict=True):
+        exponentials = np.empty((problems, *members.shape))
+        shift = np.empty((problems, members.shape[0]))
+        raw = np.empty((problems, *members.shape)) if means else np.empty((0, 0, 0))
+        shifted_exponents(flat_distances, members, gamma, EXPONENT_FLOOR, exponentials, shift, raw)
+        np.exp(exponentials, out=exponentials)
+        total = exponentials.sum(axis=-1)
+        log_sum = np.log(total) + shift
+        radius[:, rows] = -(log_sum - np.log(members.shape[1])) / gamma[:, None]
+        if mean is not None:
+            mean[:, rows] = raw.sum(axis=-1) / members.shape[1]
+        weights.append((exponentials, total))
     return radius, weights, mean
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from dml_core.linear.kernels import masked_shifted_exponents
+
 # Below this |gamma| the closed form loses precision; the gamma -> 0 limit (the mean) is used instead.
 GAMMA_ZERO = 1e-12
 
 # exp(x) for x below this is smaller than 1e-304, i.e. 0 next to the row's largest term exp(0) = 1. numpy's
-# SIMD exp falls back to a slow scalar path for every argument that underflows (or is -inf), which made it
-# 5-15x slower on the rows of large gamma; clamping the argument here keeps it on the fast path.
+# SIMD exp falls back to a slow scalar path for every argument that underflows (or is -inf), as the rows of large
+# gamma do; clamping the argument here keeps it on the fast path (how much it costs: docs/performance.md).
 EXPONENT_FLOOR = -700.0
 
 
@@ -90,13 +92,27 @@ def log_exp_mean(values: np.ndarray, gamma: float, mask: np.ndarray | None = Non
     return log_exp_mean_with_weights(values, gamma, mask)[0]
 
 
-def log_sum_exp(exponent: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """log(sum(exp(exponent))) over the last axis, inside ``mask`` (every row needs one entry).
+def masked_log_sum_exp(
+    values: np.ndarray, scale: float, mask: np.ndarray, compiled: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Over the last axis of a (rows, n) array, inside ``mask`` (every row needs one entry): log(sum(exp(-scale * v)))
+    and its weights, the softmax of ``-scale * v`` (zero outside the mask), from one set of exponentials.
 
-    >>> round(float(log_sum_exp(np.log(np.array([1.0, 2.0, 5.0])), np.array([True, True, False]))), 12)
-    1.098612288668
+    ``compiled``: the pass before the ``exp`` in one compiled loop (``kernels.masked_shifted_exponents``), the same
+    bits as the numpy lines.
+
+    >>> log_sum, weights = masked_log_sum_exp(np.array([[0.0, np.log(2.0), 5.0]]), -1.0, np.array([[1, 1, 0]], bool))
+    >>> round(float(log_sum[0]), 12), weights.round(6).tolist()
+    (1.098612288668, [[0.333333, 0.666667, 0.0]])
     """
-    masked = np.where(mask, exponent, -np.inf)
-    shift = masked.max(axis=-1, keepdims=True)
-    exponentials = np.exp(np.maximum(masked - shift, EXPONENT_FLOOR)) * mask  # 0 outside the mask
-    return np.log(exponentials.sum(axis=-1)) + shift[..., 0]
+    if compiled:
+        exponentials, shift = np.empty(values.shape), np.empty(values.shape[0])
+        masked_shifted_exponents(values, scale, mask, EXPONENT_FLOOR, exponentials, shift)
+    else:
+        masked = np.where(mask, -scale * values, -np.inf)
+        shift = masked.max(axis=-1)
+        exponentials = np.maximum(np.subtract(masked, shift[:, None], out=masked), EXPONENT_FLOOR, out=masked)
+    np.exp(exponentials, out=exponentials)
+    np.multiply(exponentials, mask, out=exponentials)  # 0 outside the mask
+    total = exponentials.sum(axis=-1)
+    return np.log(total) + shift, np.divide(exponentials, total[:, None], out=exponentials)

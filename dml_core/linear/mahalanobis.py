@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dml_core.linear.kernels import finish_distances
 
-def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray) -> np.ndarray:
+
+def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray, compiled: bool = True) -> np.ndarray:
     """(..., n, n) squared Mahalanobis distances between the rows of ``X`` for each metric of ``M`` (..., d, d);
-    exact zeros on the diagonal.
+    exact zeros on the diagonal. ``compiled``: a stack (B, d, d) takes one compiled pass after the product
+    (``kernels.finish_distances``, the same bits as the numpy lines).
 
     >>> pairwise_mahalanobis(np.array([[0.0, 0.0], [1.0, 2.0]]), np.diag([1.0, 3.0])).tolist()
     [[0.0, 13.0], [13.0, 0.0]]
@@ -25,6 +28,9 @@ def pairwise_mahalanobis(X: np.ndarray, M: np.ndarray) -> np.ndarray:
     norms = np.einsum("...ij,ij->...i", XM, X)
     # -2 x_i^T M x_j + |x_i|_M^2 + |x_j|_M^2, in place: no temporary of the size of the result.
     distances = XM @ X.T
+    if compiled and distances.ndim == 3 and distances.flags.c_contiguous:
+        finish_distances(distances, norms)
+        return distances
     distances *= -2.0
     distances += norms[..., :, None]
     distances += norms[..., None, :]

@@ -39,7 +39,8 @@ def paper_initial_metric(n_samples: int, n_features: int) -> np.ndarray:
     return np.eye(n_features) / np.sqrt(n_samples)
 
 
-def _as_fit(result: SolverResult) -> LinearFit:
+def as_fit(result: SolverResult) -> LinearFit:
+    """A solver's result as a fit: the map L with L^T L = M, and the solver's diagnostics."""
     return LinearFit(
         metric_to_transform(result.metric),
         {
@@ -52,7 +53,7 @@ def _as_fit(result: SolverResult) -> LinearFit:
 
 
 def _solve(objective, X: np.ndarray, solver: SolverConfig) -> LinearFit:
-    return _as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
+    return as_fit(minimise_over_psd(objective, X, paper_initial_metric(*X.shape), solver))
 
 
 def _lanml_sets(method: str, X: np.ndarray, y: np.ndarray, n_similar: int) -> LanmlSets:
@@ -121,10 +122,12 @@ def fit_lanml_many(
     *,
     solver: SolverConfig = DEFAULT_SOLVER,
     batch_size: int | None = None,
+    compiled: bool = True,
 ) -> list[LinearFit]:
     """``METHODS[method](X, y, **point)`` for every grid point at once (``batched_solver``): the same fits.
 
     ``method`` is ``lanml_plus`` or ``lanml_minus``; the sets S_i, D_i are built once for all points.
+    ``compiled=False``: every step in numpy (the same fits, slower; the benchmark's reference).
     """
     for point in points:
         _check_gammas(method, point["gamma1"], point["gamma2"])
@@ -134,10 +137,13 @@ def fit_lanml_many(
     )
 
     def objectives(distances: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return lanml_objectives(distances, sets, gamma1[problems], gamma2[problems], lam[problems], DEFAULT_MARGIN)
+        return lanml_objectives(
+            distances, sets, gamma1[problems], gamma2[problems], lam[problems], DEFAULT_MARGIN, compiled
+        )
 
     initial = np.broadcast_to(paper_initial_metric(*X.shape), (len(points), X.shape[1], X.shape[1]))
-    return [_as_fit(result) for result in minimise_many_over_psd(objectives, X, initial, solver, batch_size)]
+    results = minimise_many_over_psd(objectives, X, initial, solver, batch_size, compiled)
+    return [as_fit(result) for result in results]
 
 
 def fit_pnca(

@@ -16,33 +16,43 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from dml_core.linear.log_exp_mean import log_exp_mean_with_weights, log_sum_exp
+from dml_core.linear.log_exp_mean import GAMMA_ZERO, log_exp_mean_with_weights, masked_log_sum_exp
+
+
+def _log_terms(distances, similar, dissimilar, alpha, compiled):
+    """For the queries with a non-empty S_i and D_i (``rows``): log P_i, log Q_i and their softmax weights over S_i
+    and D_i, each from one set of exponentials."""
+    if alpha <= 0:
+        raise ValueError(f"pnca: alpha must be > 0, got {alpha}")
+    rows = similar.any(axis=1) & dissimilar.any(axis=1)
+    D = distances[rows]
+    log_sum_similar, similar_weights = masked_log_sum_exp(D, alpha, similar[rows], compiled)
+    log_q, dissimilar_weights = masked_log_sum_exp(D, 1.0, dissimilar[rows], compiled)
+    if alpha < GAMMA_ZERO:  # the softmax's limit, the mean, as log_exp_mean takes it
+        similar_weights = log_exp_mean_with_weights(D, alpha, similar[rows])[1]
+    return rows, log_sum_similar / alpha, log_q, similar_weights, dissimilar_weights
 
 
 def pnca_probabilities(
     distances: np.ndarray, similar: np.ndarray, dissimilar: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """p_i(alpha) for every query with a non-empty S_i and D_i, and the mask of those queries."""
-    if alpha <= 0:
-        raise ValueError(f"pnca: alpha must be > 0, got {alpha}")
-    rows = similar.any(axis=1) & dissimilar.any(axis=1)
-    D = distances[rows]
-    log_p = log_sum_exp(-alpha * D, similar[rows]) / alpha
-    log_q = log_sum_exp(-D, dissimilar[rows])
+    rows, log_p, log_q, _, _ = _log_terms(distances, similar, dissimilar, alpha, compiled=True)
     return expit(log_p - log_q), rows
 
 
 def pnca_objective(
-    distances: np.ndarray, similar: np.ndarray, dissimilar: np.ndarray, alpha: float
+    distances: np.ndarray, similar: np.ndarray, dissimilar: np.ndarray, alpha: float, compiled: bool = True
 ) -> tuple[float, np.ndarray]:
-    """F(M) = -sum_i p_i(alpha) and dF/dD for the (n, n) squared Mahalanobis ``distances``."""
-    probabilities, rows = pnca_probabilities(distances, similar, dissimilar, alpha)
-    D = distances[rows]
+    """F(M) = -sum_i p_i(alpha) and dF/dD for the (n, n) squared Mahalanobis ``distances`` (``compiled``: the
+    masked exponents' compiled pass, the same bits)."""
+    rows, log_p, log_q, similar_weights, dissimilar_weights = _log_terms(
+        distances, similar, dissimilar, alpha, compiled
+    )
+    probabilities = expit(log_p - log_q)
     slope = (probabilities * (1.0 - probabilities))[:, None]
-    # d log P_i / d d_ij = -softmax_S(-alpha d)_j and d log Q_i / d d_il = -softmax_D(-d)_l (the
-    # log-exp-mean weights), so dF/dd_ij = +slope * softmax_S and dF/dd_il = -slope * softmax_D.
-    similar_weights = log_exp_mean_with_weights(D, alpha, similar[rows])[1]
-    dissimilar_weights = log_exp_mean_with_weights(D, 1.0, dissimilar[rows])[1]
+    # d log P_i / d d_ij = -softmax_S(-alpha d)_j and d log Q_i / d d_il = -softmax_D(-d)_l, so
+    # dF/dd_ij = +slope * softmax_S and dF/dd_il = -slope * softmax_D.
     gradient = np.zeros_like(distances)
     gradient[rows] = slope * (similar_weights - dissimilar_weights)
     return float(-probabilities.sum()), gradient

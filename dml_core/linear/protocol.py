@@ -28,7 +28,7 @@ from dml_core.errors import InputError
 from dml_core.linear.knn_accuracy import TABLE2_MAX_K, knn_accuracy_by_k, knn_accuracy_by_k_many
 from dml_core.linear.methods import DISPLAY_NAMES, MANY_FITS, METHODS, PAPER_GRIDS, transform_with
 from dml_core.linear.solver import SolverConfig
-from dml_core.linear.uci import get_uci_dataset, load_uci
+from dml_core.linear.uci import get_uci_dataset, load_uci, uci_source
 
 K_RULES = ("test", "cv")
 PAPER_SPLITS = 30
@@ -365,4 +365,6 @@ def run_table2_protocol(
     """
     dataset = get_uci_dataset(dataset_name)
     X, y = load_uci(dataset.name, root)
-    return run_protocol_on_arrays(X, y, method, dataset=dataset.name, **protocol_options)
+    result = run_protocol_on_arrays(X, y, method, dataset=dataset.name, **protocol_options)
+    result.settings["data_source"] = uci_source(dataset.name, root)
+    return result

@@ -38,6 +38,7 @@ def linear_results_payload(
         "paper": paper,
         "targets": [{"table": TABLE2_ID, "row": row}],
         "dataset": f"uci:{result.dataset.lower()}",
+        "data_source": settings.get("data_source"),
         "method": settings["method_key"],
         "method_name": result.method,
         "seed": settings["seed"],

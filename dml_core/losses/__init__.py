@@ -5,7 +5,7 @@ parameters with ``build_loss(name, **params)`` (``registry``). A loss's learnabl
 ``beta``) is registered on it, so ``loss.parameters()`` yields exactly that and can get its own learning rate
 (docs/training.md, "Losses").
 
-It imports only the top-level helpers; training and the runner's component check import it.
+It imports only the top-level helpers; training, the runner's component check and the GPU check import it.
 """
 
 from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss

@@ -85,7 +85,8 @@ class GraphConsistencyLoss(CompositeLoss):
     The kernel, which the paper leaves open (sigma is not given):
       ``bandwidth`` is the RBF's sigma: a number, or "median" for ``median_bandwidth`` (the batch's median
         squared within-graph distance, recomputed every batch). 1.0 spreads S over (e^-4, 1] for L2-normalised
-        embeddings, but on N-pair's unnormalised embeddings (norm about 9) it makes S the identity.
+        embeddings, but on N-pair's unnormalised embeddings (far from unit norm: papers/cgml/method.md) it makes S
+        the identity.
       ``graph_on``: "embeddings" builds the term on the embeddings as the base loss sees them (normalised or
         not, as the model's ``normalize`` says); "normalized" L2-normalises them first (S and the X of
         S X^T alike; the base loss still sees them as they are).

@@ -9,7 +9,7 @@ Host syncs: an index list has a data-dependent length, so on CUDA ``nonzero`` wa
 only needs "which pairs / triplets" takes the mask form (``multi_similarity_masks``, ``hard_triplet_mask``), which
 waits for nothing. The index forms stay where a loss reduces over the mined list (triplet, margin): a masked sum
 over the full grid adds the same terms in another order, which changes the last bits of the committed CPU results
-(measured: about half of random 12-sample batches), and training amplifies those.
+(how often: docs/performance.md), and training amplifies those.
 """
 
 from __future__ import annotations

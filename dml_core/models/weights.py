@@ -74,6 +74,25 @@ def weights_cache_dir() -> Path:
     return Path(configured).expanduser() if configured else Path("~/.cache/dml/weights").expanduser()
 
 
+def hub_checkpoints_dir() -> Path:
+    """torch hub's folder of weight files (``torch.hub.get_dir()/checkpoints``: ``$TORCH_HOME/hub/checkpoints``,
+    default ``~/.cache/torch/hub/checkpoints``), where torchvision's models save what they download: a GPU box that
+    ran torchvision has GoogLeNet's and ResNet-50's files there."""
+    import torch.hub  # here: the lookup is the only user, and ``dml weights --help`` stays light
+
+    return Path(torch.hub.get_dir()) / "checkpoints"
+
+
+def weight_file_places(expected: WeightFile) -> list[Path]:
+    """Where ``expected`` is looked for, in order: the suite's folder (``$DML_WEIGHTS_DIR``), then torch hub's."""
+    return [weights_cache_dir() / expected.file_name, hub_checkpoints_dir() / expected.file_name]
+
+
+def find_weight_file(expected: WeightFile) -> Path | None:
+    """The first of :func:`weight_file_places` that holds a file (not yet checked), or None."""
+    return next((place for place in weight_file_places(expected) if place.is_file()), None)
+
+
 def downloads_allowed() -> bool:
     """False when ``HF_HUB_OFFLINE`` or ``DML_OFFLINE`` is set to a true value: then no network is tried."""
     return not any(_env_flag(name) for name in ("HF_HUB_OFFLINE", "DML_OFFLINE"))
@@ -94,9 +113,12 @@ SHA256_RECORDS = ".dml-sha256.json"
 
 def cached_file_sha256(path: str | os.PathLike) -> str:
     """:func:`file_sha256`, remembered in ``SHA256_RECORDS`` beside the file under its name, size and modification
-    time, so a file is hashed once (a second or two for 100 MB) and again only when it changes. Where that folder is
-    read-only nothing is remembered and the file is hashed every time (same verdict)."""
+    time, so a file is read and hashed once (docs/performance.md) and again only when it changes. Where that folder is
+    read-only, or another tool's (torch hub's), nothing is remembered and the file is hashed every time (same
+    verdict)."""
     path = Path(path)
+    if path.parent.resolve() == hub_checkpoints_dir().resolve():
+        return file_sha256(path)
     stat = path.stat()
     records_path = path.parent / SHA256_RECORDS
     try:
@@ -137,9 +159,9 @@ def verify_weight_file(path: str | os.PathLike, expected: WeightFile) -> str:
     return actual
 
 
-def missing_weights_message(expected: WeightFile, looked_in: list[Path]) -> str:
-    """The error text for a weight file that is not on this machine."""
-    places = ", ".join(str(place) for place in looked_in)
+def missing_weights_message(expected: WeightFile, looked_in: list[Path] | None = None) -> str:
+    """The error text for a weight file that is not on this machine (``looked_in``: default, the usual places)."""
+    places = ", ".join(str(place) for place in looked_in or weight_file_places(expected))
     return (
         f"weight file {expected.file_name} for backbone '{expected.backbone}' not found "
         f"(looked in: {places}). Expected sha256 {expected.sha256} ({expected.verification}). "
@@ -153,8 +175,9 @@ def resolve_weight_file(expected: WeightFile, path: str | os.PathLike | None = N
     """Find and verify a weight file; return ``(path, its full sha256)``.
 
     Lookup order: the explicit ``path`` the caller gives; the cache directory (``$DML_WEIGHTS_DIR``, default
-    ``~/.cache/dml/weights``); only when downloads are allowed, the suite's downloader (progress, resume, sha256
-    check) from each URL the catalog of sources lists, in order, into that cache. Offline (``HF_HUB_OFFLINE=1`` or
+    ``~/.cache/dml/weights``), then torch hub's (:func:`hub_checkpoints_dir`); only when downloads are allowed, the
+    suite's downloader (progress, resume, sha256 check) from each URL the catalog of sources lists, in order, into
+    the suite's folder. Offline (``HF_HUB_OFFLINE=1`` or
     ``DML_OFFLINE=1``) that step is skipped and the lookup fails at once with an error naming the file, its expected
     sha256, its public sources and where to put it.
     """
@@ -164,11 +187,12 @@ def resolve_weight_file(expected: WeightFile, path: str | os.PathLike | None = N
             raise InputError(missing_weights_message(expected, [explicit]))
         return explicit, verify_weight_file(explicit, expected)
 
-    cached = weights_cache_dir() / expected.file_name
-    if cached.is_file():
-        return cached, verify_weight_file(cached, expected)
+    found = find_weight_file(expected)
+    if found is not None:
+        return found, verify_weight_file(found, expected)
     if not downloads_allowed():
-        raise InputError(missing_weights_message(expected, [cached]))
+        raise InputError(missing_weights_message(expected))
+    cached = weights_cache_dir() / expected.file_name
     download_weight_file(expected, cached)
     try:
         return cached, verify_weight_file(cached, expected)
@@ -192,7 +216,7 @@ def download_weight_file(
             report,
         )
     except AllSourcesFailed as failed:
-        message = missing_weights_message(expected, [destination])
+        message = missing_weights_message(expected)
         raise InputError(f"{message} Download failed: {failed}") from None
 
 

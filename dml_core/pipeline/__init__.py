@@ -8,7 +8,7 @@ DataLoaders whose workers live for the run, and ``cache_preparation`` builds the
 they train.
 
 It may import ``data`` (images, indexes, transforms), ``recipes.settings`` and the top-level helpers; ``training``,
-``runner`` and ``commands`` import it, never the reverse.
+``runner``, ``commands`` and ``gpu_check`` import it, never the reverse.
 """
 
 from dml_core.pipeline.batch_source import build_batch_source

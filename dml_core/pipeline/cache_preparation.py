@@ -29,7 +29,7 @@ from dml_core.pipeline.image_cache import build_cache, cache_dir, cache_problem,
 from dml_core.pipeline.loaders import loader_workers, worker_context
 from dml_core.recipes.settings import Recipe
 
-# Disk left free after a cache is written: room for the runs' checkpoints (40-230 MB each) and results.
+# Disk left free after a cache is written: room for the runs' checkpoints and results (their sizes: docs/tiers.md).
 DISK_HEADROOM = GIB
 
 

@@ -1,10 +1,13 @@
 """Recipes: the typed settings of a run (``dml_core.recipes.settings``), their content hash (``hashing``), how a
-tier shrinks them (``tiers``), how recipe files compose them (``compose``), the one way a run becomes the recipe
-that trains (``resolve``), the papers' assumptions and readings (``assumptions``), every run of the suite
-(``catalog``) and the mini tier's headline comparison of each paper (``mini``). It may import the schema
-helpers and vocabulary of the top level, never ``data``, ``models``, ``losses`` or ``training``: those import
-it (the check of a recipe's components against their registries sits above both, in
-``runner.component_check``)."""
+tier shrinks them (``tiers``), how recipe files compose them (``compose``, ``settings_tree``), the one way a run
+becomes the recipe that trains (``resolve``), the papers' assumptions and readings (``assumptions``), every run of
+the suite (``catalog``), the mini tier's headline comparison of each paper (``mini``) and a study's design
+(``study``).
+
+The import contracts (pyproject.toml) place it below ``data`` and above ``losses`` and ``evaluation``, and keep it
+free of torch, torchvision and timm; of the package it imports only top-level helpers (``errors``, ``schema``,
+``tier``, ``vocabulary``, ``output_paths``). ``data``, ``pipeline``, ``training`` and the parts above them import
+it; a recipe's components are checked against their registries above both, in ``runner.component_check``."""
 
 from dml_core.recipes.catalog import (
     PaperRecipes,

@@ -1,7 +1,7 @@
 """The one way a declared run becomes the recipe that trains: its readings chosen, ``--set`` overrides applied,
-shrunk to its tier. ``dml train``, ``dml recipes show``, the planner behind ``dml reproduce`` and
-``catalog.load_recipe`` all call ``resolve``, so the same run, readings, overrides and tier give the same recipe
-(and content hash) everywhere."""
+shrunk to its tier. ``dml train``, ``dml recipes show``, the planner behind ``dml reproduce``,
+``catalog.load_recipe`` and the results gate (``tables.gate.admission``) all call ``resolve``, so the same run,
+readings, overrides and tier give the same recipe (and content hash) everywhere."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 - ``run_options``: ``RunOptions``, the options ``dml reproduce`` and ``dml nightly`` share (roots, device, pipeline);
 - ``plan``: which runs (every run x seed of the recipe files, or the mini tier's headline comparison; the linear
   plans), each resolved and placed, and which are finished;
+- ``fetch``: the datasets and weight files they need and this machine lacks, fetched before the preflight's checks;
 - ``preflight``: what they need before anything trains (parameters, datasets, weight files, writable places);
 - ``component_check``: a recipe's loss, sampler and head parameters against what their registries accept (here,
   above ``recipes``, ``data``, ``models`` and ``losses``, which it reads);

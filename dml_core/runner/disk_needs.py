@@ -34,9 +34,10 @@ DATASET_BYTES: dict[str, DatasetBytes] = {
     # In-Shop's img.zip: no published size found (the images are 256 x 256, mmfashion's In-Shop documentation)
 }
 
-# A results file and its per-query companion (``query_terms_file``): the JSON holds one record per evaluation (about
-# 10 KB with two, results/mini/); the companion about 0.2 MB an evaluation at SOP scale (60,502 queries), for at most
-# three picked evaluations. So: 100 KB of JSON, and 4 bytes a test image for each of three evaluations.
+# A results file and its per-query companion (``query_terms_file``): the JSON holds one record per evaluation, the
+# companion each test image's compressed terms for at most three picked evaluations (their measured sizes:
+# docs/evaluation.md, "Intervals over queries"). Bounds above them: 100 KB of JSON, and 4 bytes a test image for
+# each of three evaluations.
 RESULTS_JSON_BYTES = 100_000
 QUERY_TERM_BYTES_PER_IMAGE = 3 * 4
 

@@ -27,16 +27,14 @@ from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
 from dml_core.runner import preflight as checks
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
+from dml_core.runner.fetch import fetch_missing_inputs
 from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
 from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
-from dml_core.runner.plan_report import PlanSetting, plan_lines
+from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.side_by_side import run_side_by_side
-from dml_core.tables.fair.build import write_fair_tables
+from dml_core.tables.builder.pages import BuiltPages, build_pages
 from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
-from dml_core.tables.pages.build import PaperTables, build_paper_tables
-from dml_core.tables.pages.index import write_index
-from dml_core.tables.pages.mini import MiniPage, build_mini_page
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training import train
@@ -51,7 +49,7 @@ class ReproduceReport:
     trained: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    tables: PaperTables | MiniPage | list[Path] | None = None  # a study's: the files its tables builder wrote
+    tables: BuiltPages | None = None  # None: not built (jobs not ended yet, or ``reproduce(build_tables=False)``)
     not_run: dict[str, str] = field(default_factory=dict)  # run -> its missing inputs (``skip_missing``)
 
 
@@ -80,7 +78,11 @@ class PaperRun(RunOptions):
     rerun: bool = False  # train finished runs again (fresh numbers); each results file replaced once complete
     workers: int | None = None  # mini tier: runs side by side, one CPU thread each (None: default_mini_workers)
     skip_missing: bool = False  # train the runs whose inputs are here; the others are reported as not run
+    download: bool = True  # fetch the datasets and weight files the runs need and lack before checking them
     max_steps: int | None = None  # a rehearsal: each run cut to its first max_steps iterations
+    # time the runs' training shapes here before the plan (``calibration``); None: on a GPU at full scale, and not
+    # for a plan alone (``plan_without_training``)
+    calibrate: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
@@ -124,10 +126,11 @@ class PaperRun(RunOptions):
         linear_runs = selected_linear_runs(linear_runs, self.only)
         return plans, linear_runs
 
-    def training_device(self) -> torch.device:
+    def training_device(self, deep_runs: bool = True) -> torch.device:
         """The device this process trains on: ``device``, else the GPU; a full-scale run refuses to fall back to the
-        CPU (``device_choice.check_run_device``)."""
-        check_run_device(self.device, self.tier)
+        CPU (``device_choice.check_run_device``) where deep runs train (linear runs are CPU work)."""
+        if deep_runs:
+            check_run_device(self.device, self.tier)
         return Process.from_environment().device(self.device)
 
     def plan_setting(self, device: torch.device | None) -> PlanSetting:
@@ -138,6 +141,8 @@ class PaperRun(RunOptions):
         else:
             kind, text = device.type, describe_device(device)
             gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+            if kind == "cpu" and self.device is None and self.tier == Tier.FULL:  # it needs a GPU: planned for one
+                kind, text = "cuda", f"{text}; planned as on a GPU, where a full-scale run trains"
             world = Process.from_environment().world_size
             text += f", {world} processes" if world > 1 else ""
         runs_root, results_root = self.output_roots
@@ -146,22 +151,42 @@ class PaperRun(RunOptions):
             device_text=text, device_type=kind, gpu_name=gpu, max_steps=self.max_steps, papers_dir=self.papers_dir,
         )  # fmt: skip
 
-    def outline(self, device: torch.device | None) -> tuple[list[PlannedRun], list[LinearRun], list[str]]:
-        """Every planned run and linear run, and the plan that says what they need (``plan_report``); a recipe
-        problem is raised first."""
+    def outline(
+        self, device: torch.device | None, calibrate: bool = False
+    ) -> tuple[list[PlannedRun], list[LinearRun], list[str]]:
+        """Every planned run and linear run, and the plan that says what they need (``plan_report``; ``calibrate``:
+        the training shapes of the runs to train timed on ``device`` first); a recipe problem is raised first."""
         plans, linear_runs = self.planned()
         bad = checks.recipe_problems(plans)
         if bad:
             raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
         to_train = [self.trains_again or not is_finished(plan) for plan in plans]
-        return plans, linear_runs, plan_lines(self.plan_setting(device), plans, to_train, linear_runs)
+        setting = self.plan_setting(device)
+        if calibrate:
+            setting = with_timings(
+                setting, device, [plan.recipe for plan, train in zip(plans, to_train, strict=True) if train]
+            )
+        return plans, linear_runs, plan_lines(setting, plans, to_train, linear_runs)
+
+    def calibrates(self, device: torch.device | None) -> bool:
+        """Whether the preflight times the runs' shapes first: ``calibrate``, else on one GPU at full scale."""
+        if self.calibrate is not None:
+            return self.calibrate
+        on_gpu = device is not None and device.type == "cuda" and not Process.from_environment().active
+        return on_gpu and self.tier == Tier.FULL and self.max_steps is None
 
     def plan_without_training(self) -> list[str]:
-        """The plan on the device a run would take (``--plan``): nothing refused, checked or written."""
-        device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        lines = self.outline(device)[2]
+        """The plan on the device a run would take (``--plan``): nothing refused, checked or written; the shapes
+        timed with ``calibrate`` only. A device asked for and not here is an ``InputError`` (a GPU torch cannot use:
+        the driver against the wheel's CUDA)."""
+        if self.device is not None:
+            device = Process.from_environment().device(self.device)
+        else:
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        plans, _, lines = self.outline(device, calibrate=bool(self.calibrate))
         try:
-            check_run_device(self.device, self.tier)
+            if plans:  # linear runs are CPU work
+                check_run_device(self.device, self.tier)
         except InputError as refused:
             lines.insert(2, f"  (a run would stop here: {refused})")
         return lines
@@ -173,13 +198,17 @@ class PaperRun(RunOptions):
         says what it writes). ``seeds`` applies to deep recipes; a linear plan pins its own base seed (its splits
         are its repetitions).
 
-        Raises ``InputError`` listing every missing dataset and weight file with the runs it blocks (unless
+        Before the checks, the datasets and weight files the runs need and lack are fetched (``download``; one
+        process only: under torchrun they must be here). Raises ``InputError`` listing every dataset and weight file
+        still missing with the runs it blocks (unless
         ``skip_missing``: those runs are left out, said, and returned in ``not_run``), or naming a bad tolerances
         file (read now: a bad file should not cost a night of training before the tables fail).
         """
-        plans, linear_runs, plan = self.outline(device)
+        plans, linear_runs, plan = self.outline(device, calibrate=self.calibrates(device))
         for line in plan:
             log(line)
+        if self.download and not Process.from_environment().active:  # several processes do not fetch at once
+            fetch_missing_inputs(plans, linear_runs, self.data_root, log, progress=self.progress)
         plans, linear_runs, not_run = self._runnable(plans, linear_runs, log)
         unwritable = checks.unwritable_outputs(plans, linear_runs, self.tables_root)
         if unwritable:
@@ -232,44 +261,28 @@ class PaperRun(RunOptions):
             max_steps=self.max_steps,
         )
 
-    def build_tables(
-        self, tolerances: Tolerances, log: Callable[[str], None] = print
-    ) -> PaperTables | MiniPage | list[Path]:
-        """``tables/[smoke/|mini/]<key>.md`` from every results file of the paper (or study) there is."""
-        if is_study(self.key):
-            written = write_fair_tables(self.results_root, self.tables_root, self.tier, self.papers_dir)
-            for path in written:
-                log(f"tables: {path}")
-            return written
+    def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> BuiltPages:
+        """The paper's (or study's) pages at this tier from every results file of it there is, and the index
+        (``tables.builder``); none for a rehearsal."""
         if self.max_steps is not None:
             log(f"rehearsal: no tables (its results, under {self.output_roots[1]}, stand for no published row)")
-            return []
-        if self.tier == Tier.MINI:
-            page = build_mini_page(self.key, self.results_root, self.tables_root, self.recipes_dir)
-            log(f"tables: {page.markdown_path}")
-            return page
-        tables = build_paper_tables(
-            self.key,
+            return BuiltPages()
+        return build_pages(
+            [self.key],
+            self.tier,
             results_root=self.results_root,
             tables_root=self.tables_root,
-            recipes_dir=self.recipes_dir,
             tolerances=tolerances,
-            tier=self.tier,
+            recipes_dir=Path(self.recipes_dir),
             papers_dir=self.papers_dir,
             data_root=resolve_data_root(self.data_root),
+            log=log,
         )
-        log(f"tables: {tables.markdown_path}")
-        for refusal in tables.refused:  # the results gate's: shown in no table
-            log(f"results gate: REFUSED {refusal}")
-        for note in tables.notes:
-            log(f"results gate: note: {note}")
-        log(f"tables index: {write_index(self.tables_root, tolerances, self.tier, self.papers_dir)}")
-        return tables
 
 
-def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceReport:
+def reproduce(paper: PaperRun, log: Callable[[str], None] = print, *, build_tables: bool = True) -> ReproduceReport:
     """Preflight, train every planned run in this process (skipping finished ones), run the linear plans,
-    then build the tables.
+    then build the tables (unless ``build_tables`` is false: a caller that builds several papers' pages at once).
 
     ``tier=Tier.MINI`` runs the paper's headline comparison (``reproduce/<key>/mini.yaml``, seeds 0-2 unless given),
     and writes ``tables/mini/<key>.md``; a study (``fair``) runs every run over its study's seeds, its mini data set's
@@ -288,7 +301,7 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
     process = Process.from_environment()
     if not process.is_main:
         log = _quiet
-    device = paper.training_device()
+    device = paper.training_device(deep_runs=bool(paper.planned()[0]))
     plans, linear_runs, tolerances, not_run = paper.preflight(log, device=device)
     report = ReproduceReport(not_run=dict(not_run))
     to_train = [paper.trains_again or not is_finished(plan) for plan in plans]
@@ -304,7 +317,8 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print) -> ReproduceR
         )
         report.trained += trained
         report.skipped += skipped
-        report.tables = paper.build_tables(tolerances, log)
+        if build_tables:
+            report.tables = paper.build_tables(tolerances, log)
     return report
 
 

@@ -102,7 +102,7 @@ def missing_uci_data(run: LinearRun, data_root: Path | None) -> str | None:
     scikit-learn)."""
     root = resolve_data_root(data_root)
     dataset = get_uci_dataset(run.plan.dataset)
-    if dataset.source == "sklearn" or cache_path(dataset.name, root).is_file():
+    if dataset.bundled or cache_path(dataset.name, root).is_file():
         return None
     prepare = f"`nox -s dml -- prepare uci:{dataset.name} --root {root}`"
     return f"UCI data set {dataset.name} is not prepared under {root}: run {prepare}"

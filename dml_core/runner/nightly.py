@@ -1,5 +1,6 @@
 """``dml nightly``: every run of every paper trained again at the current code, in folders of the nightly's own,
-then checked against the published numbers and against the previous passing nightly, and kept in the history.
+their pages built once all have trained (as ``dml tables`` builds them: ``dml_core.tables.builder``), then checked
+against the published numbers and against the previous passing nightly, and kept in the history.
 
 A nightly is named ``<UTC date>-<commit>`` (``-dirty-<digest of the uncommitted diff>`` when the checkout has
 changes). Its results, run folders and tables go to ``<results>/nightly/<name>/``, ``<runs>/nightly/<name>/`` and
@@ -21,9 +22,12 @@ from pathlib import Path
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json, read_json_object
 from dml_core.errors import InputError
+from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.runner.inline import PaperRun, reproduce
 from dml_core.runner.run_options import RunOptions
+from dml_core.tables.builder.pages import BuiltPages, build_pages
 from dml_core.tables.gate.check import Failure, Waived, check_long_forms, gate_lines
+from dml_core.tables.gate.tolerances import load_tolerances
 from dml_core.tables.nightly.history import (
     Baseline,
     NightlyRecord,
@@ -110,13 +114,32 @@ class Nightly(RunOptions):
     tier: Tier
     name: str | None = None  # default: nightly_name of the code and the date
 
-    def paper_run(self, key: str, name: str) -> PaperRun:
-        own_folders = {
+    def own_folders(self, name: str) -> dict[str, Path]:
+        """Nightly ``name``'s runs, results and tables roots."""
+        return {
             "runs_root": nightly_folder(self.runs_root) / name,
             "results_root": nightly_folder(self.results_root) / name,
             "tables_root": nightly_folder(self.tables_root) / name,
         }
-        return PaperRun(key, tier=Tier(self.tier), **{**self.run_options(), **own_folders})
+
+    def paper_run(self, key: str, name: str) -> PaperRun:
+        return PaperRun(key, tier=Tier(self.tier), **{**self.run_options(), **self.own_folders(name)})
+
+    def build_pages(self, name: str, log: Callable[[str], None]) -> BuiltPages:
+        """Every paper's page of nightly ``name`` and their index, in its own tables root, as ``dml tables``
+        builds them (``tables.builder``)."""
+        folders = self.own_folders(name)
+        return build_pages(
+            self.papers,
+            Tier(self.tier),
+            results_root=folders["results_root"],
+            tables_root=folders["tables_root"],
+            tolerances=load_tolerances(self.tolerances_path),
+            recipes_dir=Path(self.recipes_dir),
+            papers_dir=self.papers_dir,
+            data_root=resolve_data_root(self.data_root),
+            log=log,
+        )
 
 
 @dataclass
@@ -140,7 +163,8 @@ class NightlyReport:
 def run_nightly(
     nightly: Nightly, *, code: dict | None = None, now: dt.datetime | None = None, log: Callable[[str], None] = print
 ) -> NightlyReport:
-    """Reproduce every paper into the nightly's folders, check, record the history and redraw the trends.
+    """Train every paper's runs into the nightly's folders, build their pages, check, record the history and
+    redraw the trends.
 
     A missing dataset or weight file of any paper stops everything before any training (``InputError``); a run
     that fails (non-finite loss) fails the nightly but the other runs and papers still run.
@@ -162,17 +186,16 @@ def run_nightly(
     log(f"nightly {name} ({nightly.tier}, {_code_text(code)}): results in {results_folder}")
 
     report = NightlyReport(name, nightly.tier, passed=False)
-    built = {}
     for key in nightly.papers:
         log(f"nightly {name}: {key}")
-        paper = reproduce(nightly.paper_run(key, name), log)
+        paper = reproduce(nightly.paper_run(key, name), log, build_tables=False)
         report.failed_runs.update({f"{key} {run}": reason for run, reason in paper.failed.items()})
-        report.refused += [str(refusal) for refusal in paper.tables.refused]
-        built[key] = paper.tables
+    built = nightly.build_pages(name, log)
+    report.refused = [str(refusal) for refusal in built.refused]
 
     report.baseline = previous_passing(history, nightly.tier, name)
     previous = report.baseline.values if report.baseline else {}
-    gate = check_long_forms({key: tables.long_form for key, tables in built.items()}, previous, Tier(nightly.tier))
+    gate = check_long_forms(built.long_forms, previous, Tier(nightly.tier))
     report.failures, report.waived = gate.failures, gate.waived
     report.changed = changed_lines(gate.values, previous)
     report.passed = not gate.failures and not report.failed_runs and not report.refused
@@ -184,7 +207,7 @@ def run_nightly(
         commit=str(code["commit"]),
         dirty=bool(code.get("dirty")),
         passed=report.passed,
-        frames={key: tables.frame for key, tables in built.items()},
+        frames={key: tables.frame for key, tables in built.papers.items()},
     )
     report.history = record_nightly(history_file, record)
     report.trends = draw_trends(read_history(history_file), nightly.tier, nightly.tables_root)

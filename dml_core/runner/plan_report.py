@@ -1,20 +1,25 @@
-"""The plan ``dml reproduce`` prints before its first step: the runs with their expected training time and its
-source, each input and its state, and the disk each stage needs against the free space where it goes. Days of GPU
+"""The plan ``dml reproduce`` prints before its first step: the runs with their expected hours and their basis
+(``expected_hours``; the shapes timed here, the committed measurements and the cost model they rest on, the sums by
+basis), each input and its state, and the disk each stage needs against the free space where it goes. Days of GPU
 time and tens of GB of disk should be known before they are spent, not found out half-way."""
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import torch
 
 from dml_core.atomic_io import free_disk_bytes, nearest_existing
 from dml_core.data.index import index_path
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.pipeline.choice import readable_bytes
 from dml_core.pipeline.image_cache import estimated_cache_bytes
+from dml_core.recipes.settings import Recipe
+from dml_core.runner.calibration import Calibration, calibrate_shapes
 from dml_core.runner.disk_needs import (
     DATASET_BYTES,
     cache_lower_bound,
@@ -23,13 +28,24 @@ from dml_core.runner.disk_needs import (
     training_images,
 )
 from dml_core.runner.eta import counted
-from dml_core.runner.expected_hours import Expected, expected_hours
+from dml_core.runner.expected_hours import (
+    BASES,
+    COST_MODEL,
+    MEASURED_HERE,
+    Expected,
+    HoursSetting,
+    Measurement,
+    expected_hours,
+    other_device,
+)
 from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.plan import PlannedRun
 from dml_core.runner.preflight import MISSING, TO_BUILD, run_inputs
+from dml_core.runner.training_shape import TrainingShape
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import keeps_finished_checkpoint
+from dml_core.training.distributed import Process
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,8 @@ class PlanSetting:
     gpu_name: str | None  # the GPU's name, for the measurement of its device class (None: the CPU or unknown)
     max_steps: int | None = None  # a rehearsal
     papers_dir: Path | None = None
+    calibrations: Mapping[TrainingShape, Calibration] = field(default_factory=dict)  # timed here, by shape
+    timing_notes: Sequence[str] = ()  # what could not be timed here although asked, and why
 
 
 @dataclass
@@ -78,6 +96,20 @@ def plan_lines(
     return lines
 
 
+def with_timings(setting: PlanSetting, device: torch.device | None, recipes: Sequence[Recipe]) -> PlanSetting:
+    """``setting`` with the training shapes of ``recipes`` timed on ``device`` (``calibration``), or saying why
+    they cannot be."""
+    if device is None or device.type != setting.device_type:
+        why = "the runs train where each job runs" if device is None else "no GPU here (--device cpu times the CPU)"
+        return replace(setting, timing_notes=(f"nothing timed: {why}",))
+    if Process.from_environment().active:
+        return replace(setting, timing_notes=("nothing timed: under torchrun (the shapes are timed in one process)",))
+    name = setting.gpu_name or f"the CPU, {torch.get_num_threads()} threads"
+    timed, failed = calibrate_shapes(recipes, device, name)
+    notes = tuple(f"{shape.text()}: not timed ({why})" for shape, why in failed.items())
+    return replace(setting, calibrations=timed, timing_notes=notes)
+
+
 def _tier_text(setting: PlanSetting) -> str:
     if setting.max_steps:
         return f"a rehearsal: full-scale recipes cut to {counted(setting.max_steps, 'step')}, results never in tables"
@@ -89,6 +121,10 @@ def _run_lines(
 ) -> list[str]:
     finished = len(plans) - sum(to_train)
     lines = [f"  runs: {sum(to_train)} to train, {finished} finished earlier, {len(linear_runs)} linear"]
+    hours = HoursSetting(
+        setting.device_type, setting.gpu_name, setting.calibrations, setting.max_steps, setting.tier == Tier.FULL,
+        setting.papers_dir,
+    )  # fmt: skip
     seeds: dict[str, list[int]] = defaultdict(list)
     expected: dict[str, Expected] = {}
     for plan, train_it in zip(plans, to_train, strict=True):
@@ -97,21 +133,78 @@ def _run_lines(
         name = plan.recipe.run_name
         seeds[name].append(plan.recipe.training.seed)
         if name not in expected:
-            expected[name] = expected_hours(
-                setting.key, plan.recipe, setting.gpu_name, setting.max_steps, setting.papers_dir
-            )
+            expected[name] = expected_hours(setting.key, plan.recipe, hours)
+    labels: dict[Measurement, str] = {}
     for name, run_seeds in seeds.items():
-        each = " each" if len(run_seeds) > 1 else ""
         estimate, listed = expected[name], ", ".join(map(str, run_seeds))
-        lines.append(f"    {name} seed {listed}: {estimate.duration()}{each} ({estimate.source})")
+        each = " each" if len(run_seeds) > 1 and estimate.hours is not None else ""
+        label = labels.setdefault(estimate.reference, f"[{len(labels) + 1}]") if estimate.reference else None
+        lines.append(f"    {name} seed {listed}: {estimate.duration()}{each} ({estimate.source(label)})")
     for run in linear_runs:
         lines.append(f"    {run.name}: linear (CPU)")
-    known = [expected[name].hours * len(run_seeds) for name, run_seeds in seeds.items() if expected[name].hours]
-    unknown = sum(len(run_seeds) for name, run_seeds in seeds.items() if expected[name].hours is None)
-    if seeds:
-        total = readable_duration(sum(known) * 3600) if known else "unknown"
-        rest = f", and {counted(unknown, 'run')} of unknown time" if unknown and known else ""
-        lines.append(f"  expected training time: {total}{rest} (the training loops; evaluations not counted)")
+    lines += _timing_lines(setting)
+    if labels:
+        lines.append("  committed measurements the hours rest on:")
+        for measurement, label in labels.items():
+            caveat = other_device(measurement, setting.gpu_name)
+            lines.append(f"    {label} {measurement.text()}{'; ' + caveat if caveat else ''}")
+    if any(estimate.basis == COST_MODEL for estimate in expected.values()):
+        lines.append(f"    the cost model: {COST_MODEL_RULE}")
+    return lines + _total_lines(seeds, expected)
+
+
+COST_MODEL_RULE = (
+    "a step's seconds scale with the backbone's forward FLOPs per image times the images per step, and double "
+    "from bf16 to fp32 (assumed: TF32 convolutions at half bf16's tensor-core rate; less where the host bounds the "
+    "step); the head, pipeline and loss are not scaled"
+)
+
+
+def _timing_lines(setting: PlanSetting) -> list[str]:
+    """What was timed here before the runs (``calibration``), and why nothing was where it was asked for."""
+    if not setting.calibrations and not setting.timing_notes:
+        return []
+    lines = [
+        "  timed here on synthetic batches, before the first run (the data pipeline and the evaluations' metrics "
+        "not timed):"
+    ]
+    lines += [f"    {shape.text()}: {calibration.text()}" for shape, calibration in setting.calibrations.items()]
+    return lines + [f"    {note}" for note in setting.timing_notes]
+
+
+def _total_lines(seeds: dict[str, list[int]], expected: dict[str, Expected]) -> list[str]:
+    """The expected time of the runs whose time is known, by basis (never one sum of unlike figures unsaid), and
+    the runs whose time is unknown."""
+    if not seeds:
+        return []
+    by_basis: dict[str, list[float]] = defaultdict(list)
+    unknown = []
+    for name, run_seeds in seeds.items():
+        estimate = expected[name]
+        if estimate.hours is None:
+            unknown += [name] * len(run_seeds)
+        else:
+            by_basis[estimate.basis] += [estimate.hours] * len(run_seeds)
+    lines = []
+    if by_basis:
+        total = sum(sum(hours) for hours in by_basis.values())
+        known = sum(len(hours) for hours in by_basis.values())
+        parts = [
+            f"{readable_duration(sum(hours) * 3600)} {BASES[basis]} ({counted(len(hours), 'run')})"
+            for basis, hours in sorted(by_basis.items(), key=lambda item: list(BASES).index(item[0]))
+        ]
+        evaluations = (
+            "evaluations included"
+            if set(by_basis) == {MEASURED_HERE}
+            else "evaluations counted only where measured here"
+        )
+        lines.append(
+            f"  expected time: {readable_duration(total * 3600)} for {counted(known, 'run')} = {' + '.join(parts)}; "
+            f"{evaluations}"
+        )
+    if unknown:
+        names = ", ".join(dict.fromkeys(unknown))
+        lines.append(f"  unknown time: {counted(len(unknown), 'run')} ({names}): why in their lines")
     return lines
 
 

@@ -13,7 +13,7 @@ from dml_core.data.index import index_path
 from dml_core.errors import InputError
 from dml_core.finished_runs import OtherRecipesResults, check_finished_run
 from dml_core.models.glyph_pretraining import GLYPH_PRETRAINED  # pretrained on the spot where missing
-from dml_core.models.weights import WEIGHT_FILES, missing_weights_message, weights_cache_dir
+from dml_core.models.weights import WEIGHT_FILES, find_weight_file, missing_weights_message
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.pipeline.choice import requires_cache, wants_cache
 from dml_core.pipeline.image_cache import cache_problem
@@ -102,11 +102,11 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
     if weights == "pretrained":
         expected = WEIGHT_FILES[recipe.model.backbone]
         what = f"weight file {expected.file_name} ({recipe.model.backbone})"
-        if (weights_cache_dir() / expected.file_name).is_file():
+        if find_weight_file(expected) is not None:
             inputs.append(RunInput(what, PRESENT))
         else:
             problem = (
-                missing_weights_message(expected, [weights_cache_dir()])
+                missing_weights_message(expected)
                 + f" `nox -s dml -- weights --fetch {recipe.model.backbone}` does this where downloads work."
             )
             inputs.append(RunInput(what, MISSING, problem))

@@ -23,8 +23,8 @@ CHECKPOINT_NAME = "checkpoint.pt"
 REQUIRED_KEYS = ("recipe_sha256", "iteration", "model")
 
 # Whether a run keeps its checkpoint once finished, per tier. A full-scale run keeps its trained model (worth
-# evaluating again); smoke and mini runs are re-run, never re-used, and their checkpoints are 40-230 MB each (a
-# whole smoke tier once left 14 GB of them). Their results file is what says they are finished (``--resume``
+# evaluating again); smoke and mini runs are re-run, never re-used, and a tier's checkpoints add up to gigabytes
+# (docs/tiers.md, "Disk and time per tier"). Their results file is what says they are finished (``--resume``
 # and ``dml reproduce`` read it), so nothing else needs the checkpoint after the last iteration.
 FINISHED_CHECKPOINT_KEPT = {Tier.FULL: True, Tier.SMOKE: False, Tier.MINI: False}
 

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from dml_core import host_load, provenance
 from dml_core.data.index import dataset_index_hashes
+from dml_core.data.samplers import sampler_record
 from dml_core.data.validation_split import validation_record
 from dml_core.errors import InputError, NonFiniteError
 from dml_core.finished_runs import check_finished_run, is_finished_run
@@ -190,6 +191,7 @@ def _train(
         world_size=process.world_size,
         device_type=device.type,
         rehearsal=run.rehearsal_record(),
+        sampler=sampler_record(recipe.sampler.name, recipe.sampler.params, run.parts.sampler),
     )
     if process.is_main:
         queries = run.query_terms.write_beside(results_path)  # first: the results file names it

@@ -44,6 +44,7 @@ import torch
 from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
 from dml_core.gpu_check.experiments.overhead import iterations_per_second, mean_of_outputs
+from dml_core.runner.training_shape import training_shape
 from dml_core.training.cuda_graphs import training_forward
 from dml_core.training.determinism import run_determinism
 from dml_core.training.setup import build_run
@@ -140,6 +141,8 @@ def test_end_to_end_against_model_only_and_backbone_bound(benchmark, paper, pipe
         images=f"{recipe.data.dataset}, crop {recipe.data.transforms.crop_size or parts.model.input_spec.input_size}",
         batch=figures.pop("batch"),
         determinism=determinism,
+        # what the plan's hours need to know which runs a measurement serves (``runner.expected_hours``)
+        shape={key: value for key, value in training_shape(recipe, DEVICE.type).record().items() if key != "pipeline"},
     )
     if "loss_ops_per_step" not in report:  # per paper, whatever the pipeline
         counts = {f"{shape}_shape": loss_ops_per_step(paper, shape) for shape in SHAPES}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dml_core.runner.training_shape import TrainingShape
 from tests.processes import completed_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +53,8 @@ def test_the_training_benchmark_measures_both_pipelines(tmp_path, glyph_data_roo
         assert all(ms > 0 for ms in phases.values())
         assert numbers["step_time"]["host_syncs_per_step"] == {}  # the damlrrm step waits for nothing
     assert damlrrm["loss_ops_per_step"]["paper_shape"] <= damlrrm["loss_ops_per_step"]["budget_paper_shape"]
+    shape = TrainingShape.from_record({**damlrrm["shape"], "pipeline": "cache"})  # what the plan's hours read
+    assert (shape.backbone, shape.precision, shape.loss) == ("googlenet", "fp32", "damlrrm")
 
 
 @pytest.mark.slow

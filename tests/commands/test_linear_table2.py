@@ -21,3 +21,9 @@ def test_runs_the_protocol_and_writes_one_json_per_method(tmp_path, capsys):
 def test_unknown_data_root_is_a_one_line_error(tmp_path, capsys):
     assert main(["linear-table2", "Glass", "--methods", "euclidean", "--root", str(tmp_path)]) == 2
     assert "not prepared" in capsys.readouterr().err
+
+
+def test_the_data_root_defaults_to_dml_data_root_as_prepares_does(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DML_DATA_ROOT", str(tmp_path / "elsewhere"))
+    assert main(["linear-table2", "Glass", "--methods", "euclidean"]) == 2
+    assert f"{tmp_path / 'elsewhere' / 'uci'}" in capsys.readouterr().err  # looked where `prepare uci:Glass` writes

@@ -24,8 +24,8 @@ def test_tables_without_check_always_succeeds_and_writes_the_file(tmp_path, caps
     write_recipe(tmp_path / "reproduce")
     _result(tmp_path, 40.0)
     assert main(_args(tmp_path)) == 0
-    written = [str(tmp_path / "tables" / name) for name in (f"{PAPER_KEY}.md", "README.md")]
-    assert capsys.readouterr().out.split() == written
+    written = [f"tables: {tmp_path / 'tables' / name}" for name in (f"{PAPER_KEY}.md", "README.md")]
+    assert capsys.readouterr().out.splitlines() == written
     assert "55.1 → 40.0 (−15.1) ▼" in (tmp_path / "tables" / f"{PAPER_KEY}.md").read_text()
     assert (tmp_path / "tables" / f"{PAPER_KEY}.csv").is_file()
 
@@ -68,7 +68,7 @@ def test_a_bad_tolerances_file_is_a_one_line_error(tmp_path, capsys):
     )
 
 
-def test_tables_fair_mini_writes_the_fair_page_and_mini_alone_is_refused(tmp_path, capsys):
+def test_tables_mini_writes_the_fair_page_or_the_papers_mini_pages_and_no_index(tmp_path, capsys):
     from dml_core.tier import Tier
     from tests.tables.fair.synthetic import fair_payload, write_fair_result
 
@@ -77,7 +77,13 @@ def test_tables_fair_mini_writes_the_fair_page_and_mini_alone_is_refused(tmp_pat
     folders = ["--results", str(tmp_path / "results"), "--tables", str(tmp_path / "tables")]
     assert main(["tables", "fair", "--mini", *folders]) == 0
     mini = tmp_path / "tables" / "mini"
-    assert capsys.readouterr().out.split() == [str(mini / name) for name in ("fair.md", "fair.csv", "fair.png")]
-    assert "| npair | baseline | PK 30×4 | 0, 1 | 41.0 ± 1.4 |" in (mini / "fair.md").read_text()
-    assert main(["tables", "--mini", *folders]) == 2
-    assert "--mini: only with fair" in capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines() == [
+        f"tables: {mini / name}" for name in ("fair.md", "fair.csv", "fair.png")
+    ]
+    assert "| npair | reference | PK 30×4 | 0, 1 | 200, 200 | 41.0 ± 1.4 |" in (mini / "fair.md").read_text()
+    assert main(["tables", "--mini", "--paper", PAPER_KEY, *folders]) == 0  # as `reproduce --mini` builds it
+    assert capsys.readouterr().out.splitlines() == [f"tables: {mini / PAPER_KEY}.md"]
+    assert "No mini results yet" in (mini / f"{PAPER_KEY}.md").read_text()
+    assert not (mini / "README.md").exists()
+    assert main(["tables", "--mini", "--check", *folders]) == 2
+    assert "--check: the nightly gate compares the papers' full or smoke tables" in capsys.readouterr().err

@@ -6,11 +6,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-import pytest
-
 from dml_core.cli import main
 from dml_core.models.weights import WEIGHT_FILES
-from tests.data.conftest import loopback_server
 from tests.data.layouts import use_catalog
 
 
@@ -45,9 +42,7 @@ def test_corrupt_file_and_offline_fetch_are_one_line_errors(tmp_path, monkeypatc
 
 def test_an_unknown_backbone_argument_is_named_as_typed_with_the_known_ones(capsys):
     assert main(["weights", "googlenet", "vgg16"]) == 2
-    expected = (
-        "BACKBONE: unknown backbone with a weight file 'vgg16'; expected one of bn_inception, googlenet, resnet50"
-    )
+    expected = "NAME: unknown backbone with a weight file 'vgg16'; expected one of bn_inception, googlenet, resnet50"
     assert expected in capsys.readouterr().err
 
 
@@ -97,7 +92,28 @@ def _sha256(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-@pytest.fixture
-def http_server():
-    with loopback_server() as server:
-        yield server
+def test_a_paper_key_fetches_what_its_runs_load_and_nothing_else(tmp_path, monkeypatch, capsys, http_server):
+    url, served = http_server
+    monkeypatch.setenv("DML_WEIGHTS_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    contents = {name: f"{name} weights".encode() for name in WEIGHT_FILES}
+    for name, content in contents.items():
+        monkeypatch.setitem(WEIGHT_FILES, name, dataclasses.replace(WEIGHT_FILES[name], sha256=_sha256(content)))
+        served.files[f"/{name}.pth"] = content
+    served.statuses["/bn_inception.pth"] = 503  # damlrrm never loads BN-Inception: its host being down is no matter
+    use_catalog(
+        monkeypatch,
+        tmp_path / "catalog.yaml",
+        {},
+        {name: (WEIGHT_FILES[name].file_name, WEIGHT_FILES[name].sha256, [f"{url}/{name}.pth"]) for name in contents},
+    )
+    assert main(["weights", "damlrrm", "--only", "ours-cub200"]) == 0
+    assert capsys.readouterr().out.startswith("damlrrm: its runs ours-cub200 load googlenet\ngooglenet: missing\n")
+    assert main(["weights", "--fetch", "damlrrm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("damlrrm: its runs load googlenet\ngooglenet: fetched sha256:")
+    assert "bn_inception" not in out and served.ranges == [None]  # one request: GoogLeNet's
+    assert main(["weights", "--fetch", "damlrrm"]) == 0
+    assert "googlenet: present sha256:" in capsys.readouterr().out
+    assert main(["weights", "--only", "ours-cub200"]) == 2
+    assert "--only: chooses runs of one paper key, found 0" in capsys.readouterr().err

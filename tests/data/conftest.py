@@ -1,14 +1,15 @@
 """A loopback HTTP server with Range support, so the download path is tested without the internet; it records the
-Range and User-Agent headers of every request and can answer a path with a given status (a host that refuses)."""
+Range and User-Agent headers of every request and can answer a path with a given status (a host that refuses), drop
+the first connection of a path after some bytes (a network that fails mid-file), go silent after some bytes (a host
+that stalls), or answer a range request with a 206 from the wrong place."""
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import pytest
 
 
 class _Served:
@@ -18,6 +19,10 @@ class _Served:
         self.user_agents: list[str | None] = []  # the User-Agent header of every request, in order
         self.statuses: dict[str, int] = {}  # a path answered with this status instead of its bytes
         self.honour_range = True
+        self.drops: dict[str, int] = {}  # path -> bytes sent before its first connection is closed
+        self.stalls: dict[str, int] = {}  # path -> bytes sent before the host goes silent (until shutdown)
+        self.misplaced_range = False  # answer a range request with 206 and the bytes from 0 ("bytes 0-...")
+        self.shutting_down = threading.Event()
 
 
 def _handler(served: _Served):
@@ -42,12 +47,29 @@ def _handler(served: _Served):
                 self.send_header("Content-Range", f"bytes */{len(data)}")
                 self.end_headers()
                 return
-            self.send_response(206 if start else 200)
-            if start:
-                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            if start and served.misplaced_range:
+                start = 0
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes 0-{len(data) - 1}/{len(data)}")
+            else:
+                self.send_response(206 if start else 200)
+                if start:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             self.send_header("Content-Length", str(len(data) - start))
             self.end_headers()
-            self.wfile.write(data[start:])
+            body = data[start:]
+            if self.path in served.drops:  # the first connection only: the next ones are whole
+                self.wfile.write(body[: served.drops.pop(self.path)])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if self.path in served.stalls:
+                self.wfile.write(body[: served.stalls[self.path]])
+                self.wfile.flush()
+                served.shutting_down.wait()
+                return
+            self.wfile.write(body)
 
     return Handler
 
@@ -62,12 +84,6 @@ def loopback_server() -> Iterator[tuple[str, _Served]]:
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", served
     finally:
+        served.shutting_down.set()
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture
-def http_server():
-    """Yields (base_url, served); put bytes in ``served.files['/name']``."""
-    with loopback_server() as server:
-        yield server

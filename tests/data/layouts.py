@@ -341,6 +341,7 @@ def use_catalog(monkeypatch, path: Path, sources: dict, weights: dict | None = N
         catalog["weights"][backbone] = {
             "file": file,
             "sha256": sha256,
+            "evidence": "a test",
             "note": "a test file",
             "sources": [{"url": url, "last_known_working": None, "evidence": "a test"} for url in urls],
         }

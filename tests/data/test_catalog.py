@@ -52,3 +52,20 @@ def test_a_bad_catalog_names_the_file_and_the_field(monkeypatch, tmp_path):
     monkeypatch.setenv(CATALOG_VARIABLE, str(tmp_path / "absent.yaml"))
     with pytest.raises(InputError, match=r"absent.yaml: catalog of sources \(from \$DML_SOURCES\) not found"):
         load_catalog()
+
+
+def test_every_checksum_and_url_of_the_packaged_catalog_names_its_evidence():
+    catalog = load_catalog(PACKAGED_CATALOG)
+    for name, sources in catalog.datasets.items():
+        for known in sources.published:  # each names a public source, or says none was found and does not gate
+            assert known.evidence.strip(), (name, known.file)
+            assert known.gates or known.evidence.startswith("none public"), (name, known.file)
+        for route in [*sources.sources, *sources.manual]:
+            assert len(route.evidence.split()) > 5, (name, route.name)
+    for entry in catalog.weights.values():
+        assert entry.file.rsplit("-", 1)[1].removesuffix(".pth") in entry.evidence  # the publisher's prefix
+        assert all(source.evidence.strip() for source in entry.sources)
+    cars = {known.file: known for known in catalog.datasets["cars196"].published}
+    assert not cars["cars_train_annos.mat"].gates and not cars["cars_meta.mat"].gates
+    # tensorflow-datasets records each digest beside the size it downloaded: 979 MB for cars_train.tgz
+    assert cars["cars_train.tgz"].sha256.startswith("512b227b") and cars["car_devkit.tgz"].sha256.startswith("b97deb46")

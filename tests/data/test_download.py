@@ -1,10 +1,23 @@
-"""The one downloader: resume, checksums, the User-Agent; sources tried in order, one line per failure."""
+"""The one downloader: resume (after a kill and after a drop), checksums, the User-Agent, a silent host abandoned;
+sources tried in order, one line per failure."""
 
 import hashlib
+import json
+import re
 
 import pytest
 
-from dml_core.data.download import USER_AGENT, DownloadError, download, md5_of, part_path
+from dml_core.data import download as downloader
+from dml_core.data.download import (
+    STALL_VARIABLE,
+    USER_AGENT,
+    DownloadError,
+    download,
+    first_that_downloads,
+    md5_of,
+    part_path,
+    part_record_path,
+)
 from dml_core.data.index import read_index
 from dml_core.data.prepare import prepare
 from dml_core.data.registry import get_spec
@@ -45,6 +58,86 @@ def test_server_ignoring_range_restarts_from_zero(http_server, tmp_path):
     part_path(target).write_bytes(b"garbage-prefix")
     download(f"{url}/a.tgz", target, _md5(PAYLOAD), progress=False)
     assert target.read_bytes() == PAYLOAD
+
+
+def test_a_206_from_another_place_than_asked_is_not_appended(http_server, tmp_path):
+    url, served = http_server
+    served.files["/a.tgz"] = PAYLOAD
+    served.misplaced_range = True  # "206, bytes 0-...": a proxy that got the range wrong
+    target = tmp_path / "a.tgz"
+    part_path(target).write_bytes(PAYLOAD[:1000])
+    download(f"{url}/a.tgz", target, None, progress=False)  # no checksum: only the Content-Range check protects
+    assert served.ranges == ["bytes=1000-", None]
+    assert target.read_bytes() == PAYLOAD
+
+
+def test_a_connection_dropped_mid_file_is_resumed_with_a_range_request(http_server, tmp_path):
+    url, served = http_server
+    served.files["/a.tgz"] = PAYLOAD
+    served.drops["/a.tgz"] = 400_000  # the first connection closes after 400 kB of 1.28 MB
+    said = []
+    target = download(f"{url}/a.tgz", tmp_path / "a.tgz", _md5(PAYLOAD), progress=False, report=said.append)
+    assert served.ranges == [None, "bytes=400000-"]
+    assert target.read_bytes() == PAYLOAD
+    host = url.removeprefix("http://")
+    assert said == [f"a.tgz: {host}: connection dropped at 400,000 of 1,280,000 bytes; resuming with Range"]
+    assert not part_record_path(target).exists()
+
+
+def test_a_silent_host_is_abandoned_and_its_bytes_are_kept_for_the_next_try(http_server, tmp_path, monkeypatch):
+    url, served = http_server
+    served.files["/a.tgz"] = PAYLOAD
+    served.stalls["/a.tgz"] = 300_000
+    monkeypatch.setenv(STALL_VARIABLE, "0.5")
+    target = tmp_path / "a.tgz"
+    with pytest.raises(DownloadError) as error:
+        download(f"{url}/a.tgz", target, _md5(PAYLOAD), progress=False)
+    assert error.value.line == f"{url.removeprefix('http://')}: no data for 0.5 s; abandoned"
+    assert part_path(target).stat().st_size == 300_000
+    del served.stalls["/a.tgz"]
+    download(f"{url}/a.tgz", target, _md5(PAYLOAD), progress=False)  # the next run resumes where it stopped
+    assert served.ranges[-1] == "bytes=300000-" and target.read_bytes() == PAYLOAD
+
+
+def test_the_progress_line_shows_the_wait_for_a_silent_host(http_server, tmp_path, monkeypatch, capsys):
+    url, served = http_server
+    served.files["/a.tgz"] = PAYLOAD
+    served.stalls["/a.tgz"] = 1000
+    monkeypatch.setattr(downloader, "TICK_SECONDS", 0.05)
+    monkeypatch.setattr(downloader, "WAITING_AFTER_SECONDS", 0.1)
+    monkeypatch.setenv(STALL_VARIABLE, "0.6")
+    with pytest.raises(DownloadError, match=r"no data for 0\.6 s; abandoned"):
+        download(f"{url}/a.tgz", tmp_path / "a.tgz", None, progress=True)
+    assert re.search(r"waiting: no data for \d s \(abandoned at 0.6 s\)", capsys.readouterr().err)
+
+
+def test_a_part_from_another_url_is_resumed_only_for_the_same_checksum(http_server, tmp_path):
+    url, served = http_server
+    served.files["/a.tgz"] = served.files["/mirror/a.tgz"] = PAYLOAD
+    target = tmp_path / "a.tgz"
+    for expected, resumed in ((None, None), (_md5(PAYLOAD), "bytes=5000-")):
+        part_path(target).write_bytes(PAYLOAD[:5000])
+        part_record_path(target).write_text(json.dumps({"url": f"{url}/a.tgz", "expected": {"md5": _md5(PAYLOAD)}}))
+        download(f"{url}/mirror/a.tgz", target, expected, progress=False)
+        assert served.ranges[-1] == resumed and target.read_bytes() == PAYLOAD
+        target.unlink()
+
+
+def test_bytes_that_fail_their_checksum_are_said_and_the_next_source_is_tried(http_server, tmp_path):
+    url, served = http_server
+    served.files["/bad/a.tgz"] = b"another release" + PAYLOAD[15:]
+    served.files["/good/a.tgz"] = PAYLOAD
+    said = []
+    target = first_that_downloads(
+        [f"{url}/bad/a.tgz", f"{url}/good/a.tgz"],
+        lambda source: download(source, tmp_path / "a.tgz", _md5(PAYLOAD), progress=False),
+        "a.tgz",
+        said.append,
+    )
+    assert target.read_bytes() == PAYLOAD
+    (line,) = said
+    assert line.startswith(f"a.tgz: {url.removeprefix('http://')}: checksum mismatch: expected md5 {_md5(PAYLOAD)}")
+    assert line.endswith("; trying the next source")
 
 
 def test_complete_part_file_is_accepted_after_416(http_server, tmp_path):

@@ -1,7 +1,9 @@
 """``prepare``: a generated dataset by several processes at once (ranks of one run, local jobs); every image
 decoded once; published checksums whatever a file's name, or a line saying what could not be checked; staging
-copies of killed prepares removed."""
+copies of killed prepares removed; all or nothing: a failed or interrupted prepare leaves the data root as it found
+it, so the next correct one succeeds."""
 
+import importlib
 import multiprocessing
 import os
 import shutil
@@ -12,10 +14,19 @@ from dml_core.atomic_io import owner_tag
 from dml_core.data.decode_check import CHUNK, check_images_decode
 from dml_core.data.index import index_path, read_index
 from dml_core.data.loading import load_split
-from dml_core.data.prepare import prepare
+from dml_core.data.prepare import downloads_folder, prepare
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
-from tests.data.layouts import make_cub, make_tgz, shrink_spec, write_jpeg
+from tests.data.layouts import (
+    cars_archives,
+    make_cars_kaggle,
+    make_cub,
+    make_tgz,
+    make_zip_of,
+    shrink_spec,
+    use_catalog,
+    write_jpeg,
+)
 from tests.test_atomic_io import dead_pid
 
 
@@ -111,3 +122,83 @@ def test_a_killed_prepares_staging_copy_neither_blocks_nor_stays(monkeypatch, tm
     assert prepared.images_per_split == {"train": 6, "test": 6}
     assert not stale.exists() and live.exists()
     assert all(not row.path.startswith(".") for row in read_index(dataset_dir))
+
+
+def tree(root) -> dict[str, tuple]:
+    """Every entry under ``root`` (links not followed) with what would show a change: kind, size, modification."""
+    entries = {}
+    for path in sorted(root.rglob("*")):
+        stat = path.lstat()
+        entries[path.relative_to(root).as_posix()] = (path.is_symlink(), stat.st_size, stat.st_mtime_ns)
+    return entries
+
+
+def test_a_refused_folder_leaves_the_data_root_as_it_was_and_the_complete_one_is_then_taken(monkeypatch, tmp_path):
+    expected = make_cars_kaggle(tmp_path / "complete")
+    shrink_spec(monkeypatch, "cars196", expected)
+    incomplete = tmp_path / "incomplete"
+    shutil.copytree(tmp_path / "complete", incomplete)
+    shutil.rmtree(next((incomplete / "car_data" / "car_data" / "test").iterdir()))  # one class folder missing
+    data = tmp_path / "data"
+    data.mkdir()
+    with pytest.raises(InputError, match=r"listed images are missing"):
+        prepare(get_spec("cars196"), data, [incomplete], progress=False)
+    assert [path.name for path in data.iterdir() if not path.name.startswith(".")] == []  # no link left behind
+    prepared = prepare(get_spec("cars196"), data, [tmp_path / "complete"], progress=False)
+    assert prepared.images_per_split == {"train": 8, "test": 8}
+
+
+def test_a_wrong_archive_leaves_nothing_and_a_failed_replacement_puts_the_copy_back(monkeypatch, tmp_path):
+    expected = _tiny_cub(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    wrong = make_tgz(tmp_path / "foo.tgz", tmp_path / "src" / "CUB_200_2011", ["images"])  # images, no listing
+    with pytest.raises(InputError, match=r"images\.txt not found"):
+        prepare(get_spec("cub200"), data, [wrong], progress=False)
+    assert not (data / "cub200").exists()
+    prepare(get_spec("cub200"), data, [tmp_path / "src" / "CUB_200_2011"], progress=False)
+    before = tree(data)
+    (tmp_path / "src" / "CUB_200_2011" / "image_class_labels.txt").write_text("1 1\n")  # a damaged copy, same name
+    damaged = make_tgz(tmp_path / "CUB_200_2011.tgz", tmp_path / "src", ["CUB_200_2011"])
+    with pytest.raises(InputError):
+        prepare(get_spec("cub200"), data, [damaged], progress=False)
+    assert tree(data) == before
+    assert len(read_index(data / "cub200")) == len(expected)
+
+
+def test_a_source_whose_copy_fails_the_checks_is_taken_out_and_the_next_one_is_used(monkeypatch, http_server, tmp_path):
+    url, served = http_server
+    expected = make_cars_kaggle(tmp_path / "src")
+    shrink_spec(monkeypatch, "cars196", expected)
+    (good,) = cars_archives("kaggle", tmp_path, tmp_path / "src")
+    (tmp_path / "src" / "anno_test.csv").write_text("")  # the test half's annotations lost
+    bad = make_zip_of(tmp_path / "bad.zip", tmp_path / "src")
+    served.files["/bad.zip"], served.files["/good.zip"] = bad.read_bytes(), good.read_bytes()
+    routes = [[("stanford-cars.zip", f"{url}/bad.zip", None)], [("stanford-cars.zip", f"{url}/good.zip", None)]]
+    use_catalog(monkeypatch, tmp_path / "catalog.yaml", {"cars196": routes})
+    said = []
+    prepared = prepare(get_spec("cars196"), tmp_path / "data", progress=False, report=said.append)
+    assert len(said) == 1 and ": its copy fails the checks (cars196: " in said[0], said
+    assert prepared.images_per_split == {"train": 8, "test": 8}
+    assert not downloads_folder(prepared.dataset_dir).exists()
+
+
+def test_ctrl_c_during_a_prepare_leaves_nothing_and_keeps_the_download(monkeypatch, http_server, tmp_path):
+    url, served = http_server
+    expected = _tiny_cub(monkeypatch, tmp_path)
+    archive = make_tgz(tmp_path / "CUB_200_2011.tgz", tmp_path / "src", ["CUB_200_2011"])
+    served.files["/cub.tgz"] = archive.read_bytes()
+    shrink_spec(monkeypatch, "cub200", expected, {"CUB_200_2011.tgz": archive}, url=f"{url}/cub.tgz")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module("dml_core.data.prepare"), "check_images_decode", interrupted)
+    dataset_dir = tmp_path / "data" / "cub200"
+    with pytest.raises(KeyboardInterrupt):
+        prepare(get_spec("cub200"), tmp_path / "data", progress=False)
+    assert [path.name for path in dataset_dir.iterdir()] == [".downloads"]
+    assert [path.name for path in downloads_folder(dataset_dir).iterdir()] == ["CUB_200_2011.tgz"]
+    monkeypatch.undo()
+    shrink_spec(monkeypatch, "cub200", expected, {"CUB_200_2011.tgz": archive}, url=f"{url}/cub.tgz")
+    prepare(get_spec("cub200"), tmp_path / "data", progress=False)
+    assert len(served.ranges) == 1, "the finished download was used again, not fetched again"

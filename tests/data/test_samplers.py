@@ -10,6 +10,7 @@ from dml_core.data.samplers import (
     RandomBatchSampler,
     TwoStreamSampler,
     number_of_batches,
+    sampler_record,
 )
 from dml_core.errors import InputError
 
@@ -259,3 +260,20 @@ def test_an_interlaced_whole_pool_leaves_out_one_batch_only_where_the_periods_wo
     larger = np.repeat(np.arange(24), 6)  # 144 images: 3 pool batches against 4 neat ones, the whole pool kept
     sampler = TwoStreamSampler(larger, 12, 5, seed=0, shuffled_pool_size="all_interlaced")
     assert (len(sampler.pool), len(sampler.pool_batches), len(sampler.neat)) == (144, 3, 4)
+
+
+def test_a_samplers_record_names_every_setting_its_batches_depend_on():
+    # damlrrm's default half pool and its cycled whole pool draw other shuffled batches: the record tells them apart,
+    # though the recipe of the first names no pool at all
+    labels = np.repeat(np.arange(30), 5)
+    params = {"classes_per_batch": 4, "images_per_class": 3}
+    cycled = {**params, "shuffled_pool_size": "all_interlaced", "reshuffle_pool": False}
+    half, whole = (sampler_record("two_stream", p, TwoStreamSampler(labels, seed=1, **p)) for p in (params, cycled))
+    assert half["settings"] == {**params, "shuffled_pool_size": None, "reshuffle_pool": False}
+    assert (half["derived"]["pool_images"], whole["derived"]["pool_images"]) == (75, 150)
+    assert whole["settings"] == cycled and half["seed"] == whole["seed"] == 1
+    half_batches = [batch[12:] for batch in TwoStreamSampler(labels, seed=1, **params)]
+    whole_batches = [batch[12:] for batch in TwoStreamSampler(labels, seed=1, **cycled)]
+    assert half_batches != whole_batches
+    pk = sampler_record("pk", params, PKSampler(labels, seed=0, **params))
+    assert pk == {"name": "pk", "seed": 0, "settings": {**params, "min_class_size": 1}, "derived": {}}

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from dml_core.linear.log_exp_mean import log_exp_mean, log_exp_mean_with_weights, log_sum_exp
+from dml_core.linear.log_exp_mean import log_exp_mean, log_exp_mean_with_weights, masked_log_sum_exp
 
 
 def test_hand_computed_value():
@@ -68,8 +68,11 @@ def test_weights_are_the_gradient(gamma):
 
 
 def test_log_sum_exp_is_stable_for_large_exponents():
-    exponent = np.array([1000.0, 1000.0, -1000.0])
-    assert log_sum_exp(exponent, np.ones(3, bool)) == pytest.approx(1000.0 + math.log(2.0))
+    values = np.array([[-1000.0, -1000.0, 1000.0]])  # exponents 1000, 1000, -1000
+    for compiled in (True, False):
+        log_sum, weights = masked_log_sum_exp(values, 1.0, np.ones((1, 3), bool), compiled)
+        assert log_sum[0] == pytest.approx(1000.0 + math.log(2.0))
+        np.testing.assert_allclose(weights, [[0.5, 0.5, 0.0]], atol=1e-300)
     # Very large |gamma| distances must not overflow either.
     assert np.isfinite(log_exp_mean(np.array([0.0, 500.0]), 32.0))
     assert np.isfinite(log_exp_mean(np.array([0.0, 500.0]), -32.0))

@@ -212,3 +212,21 @@ def test_every_mirror_failing_names_each_url_and_why(cache, online, http_server)
 def http_server():
     with loopback_server() as server:
         yield server
+
+
+def test_torch_hubs_folder_is_looked_in_after_the_suites(cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    hub = tmp_path / "torch" / "hub" / "checkpoints"
+    assert weights.hub_checkpoints_dir() == hub
+    hub.mkdir(parents=True)
+    (hub / "w-abc.pth").write_bytes(CONTENT)  # where torchvision saved it
+    monkeypatch.setenv("DML_OFFLINE", "1")
+    assert resolve_weight_file(_entry()) == (hub / "w-abc.pth", DIGEST)
+    assert list(hub.iterdir()) == [hub / "w-abc.pth"], "nothing is written into torch hub's folder"
+    cache.mkdir()
+    (cache / "w-abc.pth").write_bytes(CONTENT)
+    assert resolve_weight_file(_entry()) == (cache / "w-abc.pth", DIGEST)
+    (cache / "w-abc.pth").unlink()
+    (hub / "w-abc.pth").unlink()
+    with pytest.raises(InputError, match=rf"looked in: {cache / 'w-abc.pth'}, {hub / 'w-abc.pth'}\)"):
+        resolve_weight_file(_entry())

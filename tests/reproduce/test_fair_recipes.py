@@ -2,18 +2,21 @@
 backbone, embedding, preprocessing, optimiser, schedule, length, images per step, validation split and selection
 (computed from the expanded recipes and the samplers they build, not restated); each method's loss is its paper
 recipe's; cgml's control is cgml without its term on cgml's batches; each search point moves one of a method's own
-loss parameters, and the default point hashes as before; the study's plan (seeds, the mini tier's runs)."""
+loss parameters; every method and baseline gets the same validation search (study.yaml), and an unequal one is
+found; the default point hashes as before; the study's plan (seeds, the mini tier's runs)."""
 
 import inspect
+import shutil
 
 import numpy as np
 import pytest
 
+from dml_core.data.samplers import sampler_record
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import find_run, load_paper, mini_version, smoke_version
 from dml_core.recipes.settings import HeadSettings
-from dml_core.recipes.study import load_study, study_plan
+from dml_core.recipes.study import load_study, search_problems, study_plan
 from dml_core.runner.component_check import component_problems
 from dml_core.tier import Tier
 from dml_core.training.builders import build_sampler
@@ -127,21 +130,61 @@ def test_cgmls_control_is_cgml_without_its_term_on_cgmls_batches(dataset):
     assert SEARCH not in FAIR.run(f"multi-similarity-paired-{dataset}").reading_names  # controls are not searched
 
 
-@pytest.mark.parametrize("run", [run for run in RUNS if SEARCH in run.reading_names], ids=lambda run: run.id)
-def test_a_search_point_moves_one_of_the_methods_own_loss_parameters(run):
-    paper = run.recipe()
-    assert paper.content_hash() == run.recipe({SEARCH: "paper"}).content_hash()
-    # the reading at its default is not hashed: the runs hashed before it existed keep their hashes
-    assert SEARCH not in paper.computation()["readings"]
-    moved = []
-    for point in ("lower", "higher"):
-        searched = run.recipe({SEARCH: point})
-        assert searched.model_copy(update={"loss": paper.loss, "readings": paper.readings, "variant": ""}) == paper
-        changed = {name for name, value in searched.loss.params.items() if paper.loss.params.get(name) != value}
-        assert len(changed) == 1, changed
-        moved.append((changed.pop(), searched.loss.params))
-    (name, lower), (other, higher) = moved
-    assert name == other and lower[name] < paper.loss.params[name] < higher[name]
+def test_every_method_and_baseline_gets_the_same_search_and_its_paper_point_hashes_as_before():
+    study = load_study(RECIPES_DIR, "fair")
+    assert search_problems(FAIR, study) == []
+    assert set(study.search.points) == {"loss-x0.5", "loss-x2", "lr-x0.5", "lr-x2"}
+    searched = [run for run in RUNS if SEARCH in run.reading_names]
+    assert {_method(run) for run in searched} == set(PAPER_METHODS + BASELINES)
+    for run in searched:
+        paper = run.recipe()
+        assert paper.content_hash() == run.recipe({SEARCH: "paper"}).content_hash()
+        # the reading at its default is not hashed: the runs hashed before it existed keep their hashes
+        assert SEARCH not in paper.computation()["readings"]
+        # at the mini tier too, a point of the learning rate halves or doubles every parameter group's rate
+        mini, doubled = mini_version(paper), mini_version(run.recipe({SEARCH: "lr-x2"}))
+        assert doubled.optimizer.lr == pytest.approx(2 * mini.optimizer.lr)
+        assert doubled.optimizer.new_layer_lr_multiplier == mini.optimizer.new_layer_lr_multiplier
+
+
+def _folder_with(tmp_path, file: str, old: str, new: str):
+    """A copy of reproduce/fair/ with ``old`` replaced by ``new`` in ``file``, loaded."""
+    folder = tmp_path / "fair"
+    shutil.copytree(RECIPES_DIR / "fair", folder)
+    shutil.copy(RECIPES_DIR / "readings.yaml", tmp_path)  # the shared readings
+    text = (folder / file).read_text()
+    assert old in text
+    (folder / file).write_text(text.replace(old, new))
+    return load_paper("fair", tmp_path), load_study(tmp_path, "fair")
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "problem"),
+    [
+        # a paper method searched over a narrower range than the baselines (about +-15%)
+        ("methods.yaml", "loss-x0.5: {loss.params.alpha: 15.0}", "loss-x0.5: {loss.params.alpha: 26.0}",
+         "damlrrm-cub200: point loss-x0.5 sets loss.params.alpha 30.0 -> 26.0, expected x0.5"),
+        # a baseline searched wider (N-pair's L2 weight x1/4 to x4)
+        ("baselines.yaml", "loss-x2: {loss.params.l2_weight: 0.004}", "loss-x2: {loss.params.l2_weight: 0.008}",
+         "npair-cub200: point loss-x2 sets loss.params.l2_weight 0.002 -> 0.008, expected x2"),
+        # a learning-rate point that moves another setting too
+        ("searched.yaml", "lr-x2: {optimizer.lr: 2.0e-05}", "lr-x2: {optimizer.lr: 2.0e-05, optimizer.momentum: 0.5}",
+         "gpw-cars196: point lr-x2 changes ['optimizer.lr', 'optimizer.momentum'], expected one optimizer.lr setting"),
+    ],
+    ids=["narrower-method", "wider-baseline", "lr-point-moves-more"],
+)  # fmt: skip
+def test_an_unequal_search_budget_is_found(tmp_path, file, old, new, problem):
+    recipes, study = _folder_with(tmp_path, file, old, new)
+    assert problem in search_problems(recipes, study)
+
+
+def test_a_method_left_out_of_the_search_is_found(tmp_path):
+    old = "  readings:\n    fair.search-point:\n      paper: {}\n      loss-x0.5: {loss.params.margin: 0.1}\n"
+    new = "  readings:\n    fair.search-point:\n      paper: {}\n      loss-x0.5: {}\n"
+    recipes, study = _folder_with(tmp_path, "baselines.yaml", old, new)
+    assert "triplet-semihard-cub200: point loss-x0.5 changes [], expected one loss.params.* setting" in (
+        search_problems(recipes, study)
+    )
 
 
 @pytest.mark.parametrize("method", sorted(PAPER_RUN))
@@ -154,6 +197,22 @@ def test_a_method_keeps_its_paper_recipes_loss(method):
         # drml's relational head is its method; every other method has the protocol's one linear layer (gpw's
         # 3-level fusion is an architecture any loss could use: the protocol holds it equal)
         assert fair.model.head == (paper.model.head if method == "drml" else HeadSettings())
+
+
+def test_damlrrm_draws_its_shuffled_stream_from_its_papers_default_pool():
+    # the pool is a setting of damlrrm's sampler that its recipe leaves to a reading (damlrrm.shuffled-pool): at
+    # damlrrm's default, not at the sampler's own default (half the split)
+    labels = np.repeat(np.arange(80), 59)
+    paper = find_run(PAPER_RUN["damlrrm"]).recipe()
+    expected = sampler_record(paper.sampler.name, paper.sampler.params, build_sampler(paper, labels))
+    for dataset in DATASETS:
+        fair = FAIR.run(f"damlrrm-{dataset}").recipe()
+        for shrink in (lambda recipe: recipe, mini_version):
+            recipe = shrink(fair)
+            found = sampler_record(recipe.sampler.name, recipe.sampler.params, build_sampler(recipe, labels))
+            pool = {key: found["settings"][key] for key in ("shuffled_pool_size", "reshuffle_pool")}
+            assert pool == {key: expected["settings"][key] for key in pool}, dataset
+    assert fair.sampler == paper.sampler  # and its batch of 12 x 5 + 60 is damlrrm's own
 
 
 @pytest.mark.parametrize("method", sorted(PAPER_BASE_LOSS))

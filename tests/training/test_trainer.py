@@ -63,6 +63,10 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch
     assert results.weights["id"] == "random init"
     assert results.recipe.sha256 == load_recipe(path).content_hash()
     assert results.index_hashes == dataset_index_hashes(data_root / "embedded")  # the images it ran on
+    # what decided its batches beside those images: the sampler, its seed and every parameter, defaults included
+    assert results.sampler.model_dump() == {"name": "pk", "seed": 0, "derived": {},
+                                            "settings": {"classes_per_batch": 4, "images_per_class": 2,
+                                                         "min_class_size": 1}}  # fmt: skip
     assert results.evaluation_protocol["self_exclusion"] == "by index"
     assert results.timing.iterations == 6 and results.timing.iterations_per_second > 0
     # sampled at each evaluation (2), checkpoint (6) and epoch's end (1), beside the host's CPUs

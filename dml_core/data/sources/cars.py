@@ -5,9 +5,10 @@ module. Class ids always come from an annotation file that lists them, never fro
 
 DML split: classes 1-98 train, 99-196 test, over the union of the classification halves (the ``test`` flag and the
 devkit's halves are the classification split, used for nothing else). Every copy must carry the published class
-names and per-class image counts (``cars_classes``); the annotation files with a published md5
-(:func:`annotation_files`) are checked by ``prepare``, since in the Stanford layouts nothing else carries an
-image's class."""
+names and per-class image counts (``cars_classes``); ``prepare`` compares the annotation files
+(:func:`annotation_files`) with their recorded md5s, since in the Stanford layouts nothing else carries an image's
+class: a difference refuses the copy where public evidence gives the md5 (``cars_annos.mat``, the test labels) and is
+reported where none does (the devkit's own files)."""
 
 from __future__ import annotations
 

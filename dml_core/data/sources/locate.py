@@ -87,8 +87,8 @@ def check_images_exist(dataset: str, dataset_dir: Path, relative_paths: Sequence
 
 def relative_to(folder: Path, dataset_dir: Path) -> Callable[[str], str]:
     """A function taking an annotation's image path (relative to ``folder``) to the path the index stores: relative
-    to the dataset folder, POSIX separators. It joins strings: a Path per image costs ~10 us, and every load
-    re-reads SOP's 120,053 entries.
+    to the dataset folder, POSIX separators. It joins strings, not a Path per image: every load re-reads SOP's
+    120,053 entries (the difference: docs/performance.md).
 
     >>> relative_to(Path("/d/Stanford_Online_Products"), Path("/d"))("bicycle_final/1_0.JPG")
     'Stanford_Online_Products/bicycle_final/1_0.JPG'

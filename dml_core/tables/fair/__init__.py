@@ -3,5 +3,5 @@ on the same batches (``batches``), the intervals and verdicts (``verdicts``), th
 the claimed gains (``claims``), the recorded protocol (``protocol``), the page and CSV (``page``), the figure
 (``figure``), and the build that writes them (``build``).
 
-It may import ``dml_core.tables.gate`` and ``dml_core.tables.pages``; nothing in the tables imports it. Within
-it, ``build`` sits on top and ``study`` below the page, figure and search."""
+It may import ``dml_core.tables.gate`` and ``dml_core.tables.pages``; in the tables only ``builder`` imports it.
+Within it, ``build`` sits on top and ``study`` below the page, figure and search."""

@@ -1,22 +1,23 @@
-"""What each paper claims over a classic baseline in its own table, for the fair table to show beside its verdict:
-``papers/fair/claims.yaml``.
+"""What each paper claims over a classic baseline in its own table, for the fair page to show beside this study's
+difference from that same baseline: ``papers/fair/claims.yaml``.
 
 An entry names, for one paper method on one dataset, the published table, the method's row there, the metric, and
 the rows of the fair study's classic baselines that table prints (``baselines``: fair baseline key -> row id). A
 paper that prints no such pair says why instead (``none``). The gain shown is the paper's own difference, method
-row minus baseline row, as printed: against the best classic baseline of the fair run where the paper printed it,
-else against the printed one that ranks highest in the fair run (a stand-in, named as such).
+row minus baseline row, as printed, over each printed baseline the fair study ran: the page sets this study's own
+difference from the same baseline beside it, like with like.
 
 >>> claims = load_fair_claims()
->>> gain = claims.entry("damlrrm", "cub200").gain("npair", ["npair"], load_published("damlrrm"))
->>> round(gain.value, 1), gain.printed_method, gain.exact
-(3.2, 'N-pair', True)
+>>> gain = claims.entry("damlrrm", "cub200").gain_over("npair", load_published("damlrrm"))
+>>> round(gain.value, 1), gain.printed_method
+(3.2, 'N-pair')
+>>> claims.entry("damlrrm", "cub200").gain_over("multi-similarity", load_published("damlrrm")) is None
+True
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
 from dml_core.published import PAPERS_DIR, PublishedPaper, find_row, load_published
+from dml_core.recipes.study import Metric
 from dml_core.schema import StrictModel, load_yaml_model
 from dml_core.tables.pages.claims import published_value
 from dml_core.vocabulary import FAIR_KEY, FairBaseline, FairDataset, PaperKey
@@ -40,7 +42,6 @@ class ClaimedGain:
     table: str
     baseline: str  # the fair baseline key the row stands for
     printed_method: str  # the row's method as printed (``N-pair``, ``ProxyAnchor*``)
-    exact: bool  # False: a stand-in, the fair run's best baseline is not printed in that table
     quoted: bool  # the baseline row's numbers are quoted from another publication
     # the transcription's remarks on the two rows (published.yaml notes: misprints, doubts), "row id: note"
     remarks: tuple[str, ...] = ()
@@ -53,7 +54,7 @@ class ClaimedPair(StrictModel):
     dataset: FairDataset
     table: str | None = None
     row: str | None = None
-    metric: str = "R@1"
+    metric: Metric = "R@1"  # one the study compares (reproduce/fair/study.yaml declares its margin)
     baselines: dict[FairBaseline, str] = Field(default_factory=dict)
     none: str | None = None  # why the paper prints no such pair
     note: str | None = None
@@ -67,23 +68,18 @@ class ClaimedPair(StrictModel):
             raise ValueError("expected table, row and at least one of baselines, or none: <why not printed>")
         return self
 
-    def gain(self, best: str, ranking: Sequence[str], paper: PublishedPaper) -> ClaimedGain | None:
-        """The printed gain over baseline ``best``, else over the printed baseline first in ``ranking`` (the fair
-        run's baselines, best first); None when the paper prints no pair or none of its baselines ran."""
-        if self.none is not None:
-            return None
-        choice = best if best in self.baselines else next((b for b in ranking if b in self.baselines), None)
-        if choice is None:
+    def gain_over(self, baseline: str, paper: PublishedPaper) -> ClaimedGain | None:
+        """The printed gain over the fair ``baseline``; None where the paper prints no pair or not that baseline."""
+        if self.none is not None or baseline not in self.baselines:
             return None
         assert self.table is not None and self.row is not None  # checked by the validator
-        baseline_row = find_row(paper, self.table, self.baselines[choice])
+        baseline_row = find_row(paper, self.table, self.baselines[baseline])
         value = published_value(paper, self.table, self.row, self.metric) - published_value(
             paper, self.table, baseline_row.id, self.metric
         )
         rows = (find_row(paper, self.table, self.row), baseline_row)
         remarks = tuple(f"`{row.id}`: {' '.join(row.note.split())}" for row in rows if row.note)
-        return ClaimedGain(value, self.metric, self.table, choice, baseline_row.method, choice == best,
-                           baseline_row.quoted, remarks)  # fmt: skip
+        return ClaimedGain(value, self.metric, self.table, baseline, baseline_row.method, baseline_row.quoted, remarks)
 
 
 class FairClaims(StrictModel):

@@ -1,6 +1,7 @@
 """The fair table's one figure, ``fair.png`` beside the page: per dataset that ran, each method's mean test R@1 with
-its sample std over seeds (the paper methods, the classic baselines and the controls each in a colour), and the best
-baseline's mean ± std as a band, so a method's distance from it reads at a glance (the suite's figure style:
+its sample std over seeds (the paper methods, the classic baselines and the controls each in a colour), and the
+reference's mean ± std as a band (the classic baseline picked on validation), so a method's distance from it reads at
+a glance (the suite's figure style:
 ``dml_core.tables.pages.figures``)."""
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def fair_figure(tables: FairTables, path: Path) -> Path | None:
             spreads = [_std(line.values("R@1")) for line in shown]
             colours = [COLOURS[line.kind] for line in shown]
             ax.barh(position, means, xerr=spreads, color=colours, capsize=3, height=0.6)
-            if section.best is not None:
-                mean, spread = section.best.mean("R@1"), _std(section.best.values("R@1"))
+            if section.reference is not None:
+                mean, spread = section.reference.mean("R@1"), _std(section.reference.values("R@1"))
                 ax.axvspan(mean - spread, mean + spread, color=BAND_COLOUR, alpha=0.3, lw=0, zorder=3)
                 ax.axvline(mean, color=BAND_COLOUR, lw=1, zorder=3)
             ax.set_yticks(position, [f"{line.method} (n={len(line.values('R@1'))})" for line in shown], fontsize=8)
@@ -48,7 +49,12 @@ def fair_figure(tables: FairTables, path: Path) -> Path | None:
             ax.set_title(dataset_name(section.dataset))
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (PAPER_COLOUR, BASELINE_COLOUR, CONTROL_COLOUR)]
         handles.append(plt.Rectangle((0, 0), 1, 1, color=BAND_COLOUR, alpha=0.4))
-        labels = ["paper method", "classic baseline", "control (same batches)", "best baseline: mean ± std"]
+        labels = [
+            "paper method",
+            "classic baseline",
+            "control (same batches)",
+            "reference (best baseline on validation): mean ± std",
+        ]
         figure.legend(handles, labels, loc="lower center", ncols=4)
         note = " (MINI tier: glyphs, not the study's numbers)" if tables.tier == Tier.MINI else ""
         figure.suptitle(f"The fair comparison: R@1 under one protocol{note}", fontsize=10, x=0.02, ha="left")

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from dml_core.errors import InputError
+from dml_core.recipes.study import PAPER_POINT, SEARCH_READING
 from dml_core.results import ResultsFile
 from dml_core.tables.pages.mini import backbone_label
 
-SEARCH_READING = "fair.search-point"  # the study's reading: each method's loss hyper-parameters, searched or not
 # A label set large enough for any sampler's parameters (P classes x K images, a shuffled pool): images per step
 # is then what the sampler's batch holds, whatever the data set.
 _SYNTHETIC_CLASSES, _SYNTHETIC_IMAGES = 1000, 100
@@ -85,8 +85,8 @@ def _validation(results: ResultsFile) -> str:
 def _hyper_parameters(results: ResultsFile) -> str:
     """Whose loss hyper-parameters the run trained with: its paper's (which the papers chose with feedback from
     their test classes), or a point of the validation search."""
-    point = (results.recipe.content.get("readings") or {}).get(SEARCH_READING, "paper")
-    if point == "paper":
+    point = (results.recipe.content.get("readings") or {}).get(SEARCH_READING, PAPER_POINT)
+    if point == PAPER_POINT:
         return "each method's paper's, which the papers chose on their test classes"
     return f"{SEARCH_READING} {point}"
 

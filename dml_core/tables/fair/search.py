@@ -1,9 +1,10 @@
-"""The fair study's validation search (the reading ``fair.search-point``, reproduce/fair/assumptions.yaml): MLRC's
-remedy for loss hyper-parameters that the papers chose on their test classes. Per dataset and method, the points
-that ran (``paper``: the table's runs; ``lower``, ``higher``), the one whose picked evaluations have the best mean
-validation metric over its seeds (the metric the table's selection rule reads; the paper's point first on a tie),
-and the comparison rebuilt from each method's picked point. The test classes choose neither the point nor the
-checkpoint. The controls are not searched, so the rebuilt comparison has none.
+"""The fair study's validation search (the reading ``fair.search-point``, reproduce/fair/study.yaml, search): every
+method and classic baseline at its paper's point and at the same points beside it (its main loss hyper-parameter and
+the learning rate, each times the same factors). Per dataset and method, the points that ran, the one whose picked
+evaluations have the best mean validation metric over its seeds (the metric the table's selection rule reads; the
+paper's point first on a tie), and the comparisons rebuilt from each method's picked point, all exploratory: the
+search's comparisons reuse the table's runs and are outside the family the study declared. The test classes choose
+neither the point nor the checkpoint. The controls are not searched, so the rebuilt comparison has none.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dml_core.recipes.study import PAPER_POINT, Study
 from dml_core.tables.fair.study import (
     VALIDATION_RULES,
     DatasetSection,
@@ -20,8 +22,7 @@ from dml_core.tables.fair.study import (
     is_search_variant,
     judged_section,
 )
-
-POINTS = ("paper", "lower", "higher")  # the values of fair.search-point, the paper's first
+from dml_core.tier import Tier
 
 
 @dataclass(frozen=True)
@@ -41,21 +42,17 @@ class SearchSection:
     section: DatasetSection
     methods: list[SearchedMethod]
     metric: str  # the validation metric the points were compared on
-
-
-def _rank(point: str) -> int:
-    """A point's place in ``POINTS`` (an unknown one last): the display order, and the order ties go by."""
-    return POINTS.index(point) if point in POINTS else len(POINTS)
+    points: tuple[str, ...]  # every point of the declared search, the paper's first
 
 
 def point_of(run: FairRun) -> str:
     """The search point a run trained at ("paper" for the table's runs).
 
     >>> from types import SimpleNamespace as S
-    >>> point_of(S(variant="fair.search-point=lower")), point_of(S(variant=""))
-    ('lower', 'paper')
+    >>> point_of(S(variant="fair.search-point=lr-x2")), point_of(S(variant=""))
+    ('lr-x2', 'paper')
     """
-    return run.variant.split("=", 1)[1] if run.variant else "paper"
+    return run.variant.split("=", 1)[1] if run.variant else PAPER_POINT
 
 
 def validation_mean(runs: Sequence[FairRun], rule: str) -> float:
@@ -63,27 +60,35 @@ def validation_mean(runs: Sequence[FairRun], rule: str) -> float:
     return statistics.fmean((run.pick(rule)["validation_metrics"] or {})[VALIDATION_RULES[rule]] for run in runs)
 
 
-def search_section(section: DatasetSection, runs: Sequence[FairRun], rule: str) -> SearchSection | None:
+def search_section(
+    section: DatasetSection, runs: Sequence[FairRun], rule: str, study: Study, tier: Tier
+) -> SearchSection | None:
     """The search on ``section``'s dataset from ``runs`` (its results files of every reading), its points compared
     on the validation metric of ``rule`` (the table's selection rule); None where no run of a search point is
     among ``runs``."""
     searched = [run for run in runs if is_search_variant(run.variant)]
     if not searched:
         return None
+    points = (PAPER_POINT, *study.search.points)
+
+    def rank(point: str) -> int:  # a point's place in the declared search: the display order, and ties' order
+        return points.index(point) if point in points else len(points)
+
     lines, methods = [], []
     for line in section.lines:
         if line.kind == "control":
             continue
-        points = {"paper": list(line.runs)}
+        found = {PAPER_POINT: list(line.runs)}
         for run in sorted(searched, key=lambda run: run.results.seed):
             if run.method == line.method:
-                points.setdefault(point_of(run), []).append(run)
-        ran = {point: points[point] for point in sorted(points, key=_rank) if points[point]}
+                found.setdefault(point_of(run), []).append(run)
+        ran = {point: found[point] for point in sorted(found, key=rank) if found[point]}
         if not ran:
             lines.append(line)
             continue
         validation = {point: validation_mean(chosen, rule) for point, chosen in ran.items()}
-        order = sorted(ran, key=lambda point: (-validation[point], _rank(point)))
+        order = sorted(ran, key=lambda point: (-validation[point], rank(point)))
         methods.append(SearchedMethod(line.method, validation, {p: len(r) for p, r in ran.items()}, order[0]))
         lines.append(MethodLine(line.method, line.dataset, tuple(ran[order[0]])))
-    return SearchSection(judged_section(section.dataset, lines), methods, VALIDATION_RULES[rule])
+    judged = judged_section(section.dataset, lines, rule, study, tier, search=True)
+    return SearchSection(judged, methods, VALIDATION_RULES[rule], points)

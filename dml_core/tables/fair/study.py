@@ -1,15 +1,19 @@
-"""The fair comparison's runs, grouped and judged: every method under one protocol, against the best classic baseline.
+"""The fair comparison's runs, grouped and compared: every method under one protocol, against a reference picked on
+validation, in the family of hypotheses the study declared before its runs (``reproduce/fair/study.yaml``).
 
 The build (``build``) reads every results file of ``results/[mini/]fair/`` (the strict loader: a file that does not
 load is an error naming it), groups them by method and dataset (recipe id ``<method>-<dataset>``) and by the readings
 they ran under: the study's default readings make the table, the search points of the reading ``fair.search-point``
 its validation search (``dml_core.tables.fair.search``), runs of any other reading are named and left out. Each run
 contributes the test metrics of the evaluation its validation split picked (``best_val_r1`` or ``best_val_map_r``; a
-run selected on the test classes is refused). Per dataset: R@1, MAP@R and NMI per method as mean ± sample std over
-seeds; the best classic baseline by mean test R@1; each method's difference from it, paired where the two trained on
-the same batches, Welch's otherwise (``batches``, ``verdicts``); the controls' same-batch comparisons; the
-gain the method's paper printed over that baseline (``papers/fair/claims.yaml``). Every verdict of the page is
-Holm-corrected together (``build``), which writes ``tables/[mini/]fair.md``, its CSV and one figure (``fair.png``).
+run selected on the test classes is refused); a run whose pick is its untrained evaluation (training failed to beat
+its random start on validation) is flagged and enters no comparison. Per dataset: R@1, MAP@R and NMI per method as
+mean ± sample std over seeds; the reference, the classic baseline with the best mean validation metric; each paper
+method's difference from it per declared metric (a hypothesis of the family where the study declared it, exploratory
+otherwise), paired where the two trained on the same batches under the same code, Welch's otherwise (``batches``,
+``verdicts``); the baselines against the reference, the controls' same-batch comparisons and each paper method against
+the baselines its paper printed (``papers/fair/claims.yaml``), all exploratory. At the mini tier a page compares only
+where the reference clears the tier's learning bar.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from pathlib import Path
 from dml_core.errors import InputError
 from dml_core.output_paths import results_folder
 from dml_core.published import PublishedPaper
+from dml_core.recipes.study import SEARCH_READING, Study
 from dml_core.results import ResultsFile, select
-from dml_core.tables.fair.batches import results_batch_stream
+from dml_core.tables.fair.batches import why_not_shared
 from dml_core.tables.fair.claims import ClaimedGain, ClaimedPair, FairClaims
-from dml_core.tables.fair.protocol import SEARCH_READING, protocol_lines
-from dml_core.tables.fair.verdicts import Difference, paired_difference, welch_difference
+from dml_core.tables.fair.protocol import protocol_lines
+from dml_core.tables.fair.verdicts import PAIRED, Difference, Verdict, paired_difference, welch_difference
 from dml_core.tables.gate.join import load_results_folder, run_variant
+from dml_core.tables.pages.mini import LEARNING_GAIN
 from dml_core.tier import Tier
 from dml_core.vocabulary import FAIR_CONTROLS, FAIR_DATASETS, FAIR_KEY, FAIR_METHODS, PAPER_KEYS
 
@@ -36,6 +42,7 @@ from dml_core.vocabulary import FAIR_CONTROLS, FAIR_DATASETS, FAIR_KEY, FAIR_MET
 VALIDATION_RULES = {"best_val_r1": "R@1", "best_val_map_r": "MAP@R"}
 METRICS = ("R@1", "MAP@R", "NMI")
 VALIDATION_R1 = "validation R@1"
+HYPOTHESIS, EXPLORATORY = "hypothesis", "exploratory"
 # Each control, the paper method it is the control of and the classic baseline whose loss it runs
 # (reproduce/fair/controls.yaml): method - control is the method's term alone, control - baseline the batch makeup.
 CONTROLS = {"multi-similarity-paired": ("cgml", "multi-similarity")}
@@ -63,6 +70,13 @@ class FairRun:
             return recorded.model_dump()
         return select([evaluation.model_dump() for evaluation in self.results.evaluations], rule)
 
+    @property
+    def picked_untrained(self) -> bool:
+        """Its own rule picked the evaluation before the first update: training did not beat the random start on
+        validation, so the run compares nothing."""
+        untrained = self.results.untrained
+        return untrained is not None and self.pick()["iteration"] == untrained.iteration
+
 
 @dataclass(frozen=True)
 class MethodLine:
@@ -86,58 +100,122 @@ class MethodLine:
     def seeds(self) -> list[int]:
         return [run.results.seed for run in self.runs]
 
+    @property
+    def trained(self) -> tuple[FairRun, ...]:
+        """The runs that enter a comparison: those whose pick is not their untrained evaluation."""
+        return tuple(run for run in self.runs if not run.picked_untrained)
+
+    @property
+    def untrained_picks(self) -> list[int]:
+        """The seeds whose pick is their untrained evaluation (flagged, out of every comparison)."""
+        return [run.results.seed for run in self.runs if run.picked_untrained]
+
     def values(self, metric: str, rule: str | None = None) -> list[float]:
         """The picked evaluation's test ``metric`` of each seed that reported it (``VALIDATION_R1``: its validation
         R@1); picked by each run's own rule, or by ``rule``."""
-        picks = [run.pick(rule) for run in self.runs]
         if metric == VALIDATION_R1:
-            found = [pick.get("validation_metrics") or {} for pick in picks]
-            return [metrics["R@1"] for metrics in found if "R@1" in metrics]
+            return self.validation_values("R@1", rule)
+        picks = [run.pick(rule) for run in self.runs]
         return [pick["metrics"][metric] for pick in picks if metric in pick["metrics"]]
 
-    def by_seed(self, metric: str, rule: str | None = None) -> dict[int, float]:
-        """``{seed: test metric}`` of the picked evaluations (a paired comparison matches them by seed)."""
-        picks = {run.results.seed: run.pick(rule)["metrics"] for run in self.runs}
+    def validation_values(self, metric: str, rule: str | None = None) -> list[float]:
+        """The picked evaluation's validation ``metric`` of each seed that reported it."""
+        found = [run.pick(rule).get("validation_metrics") or {} for run in self.runs]
+        return [metrics[metric] for metrics in found if metric in metrics]
+
+    def by_seed(self, metric: str, runs: Sequence[FairRun] | None = None) -> dict[int, float]:
+        """``{seed: test metric}`` of the picked evaluations of ``runs`` (default: every run)."""
+        picks = {run.results.seed: run.pick()["metrics"] for run in (self.runs if runs is None else runs)}
         return {seed: metrics[metric] for seed, metrics in picks.items() if metric in metrics}
 
     def mean(self, metric: str, rule: str | None = None) -> float:
         return statistics.fmean(self.values(metric, rule))
 
-
-def same_batches(ours: MethodLine, reference: MethodLine) -> bool:
-    """Whether the two lines trained on the same batches at every seed both ran (``batches``)."""
-    runs = {run.results.seed: run for run in reference.runs}
-    common = [run for run in ours.runs if run.results.seed in runs]
-    return bool(common) and all(
-        results_batch_stream(run.results) == results_batch_stream(runs[run.results.seed].results) for run in common
-    )
-
-
-def compare(ours: MethodLine, reference: MethodLine, metric: str = "R@1", rule: str | None = None) -> Difference:
-    """``ours`` minus ``reference`` in test ``metric``: paired over the common seeds where they trained on the same
-    batches, Welch's otherwise."""
-    if same_batches(ours, reference):
-        return paired_difference(ours.by_seed(metric, rule), reference.by_seed(metric, rule))
-    return welch_difference(ours.values(metric, rule), reference.values(metric, rule))
+    def learning_gain(self) -> float | None:
+        """Mean picked test R@1 minus mean untrained test R@1 over the runs, in points (None: a run made no
+        untrained evaluation, or no run has R@1)."""
+        untrained = [run.results.untrained for run in self.runs]
+        if not self.runs or any(record is None or "R@1" not in record.metrics for record in untrained):
+            return None
+        picked = self.values("R@1")
+        if len(picked) != len(self.runs):
+            return None
+        return statistics.fmean(picked) - statistics.fmean(record.metrics["R@1"] for record in untrained if record)
 
 
 @dataclass(frozen=True)
-class ClaimCell:
-    """What the method's paper printed over the best baseline (or a stand-in), or why nothing is shown."""
-
-    gain: ClaimedGain | None
-    entry: ClaimedPair | None
-    paper: str
-
-
-@dataclass(frozen=True)
-class ControlComparison:
-    """A comparison of two lines that trained on batches of one makeup, or of the same loss on two makeups."""
+class Comparison:
+    """``ours`` minus ``reference`` in test ``metric``, over the runs of each that trained: a hypothesis of the
+    declared family or exploratory (``kind``). ``difference`` None: a side has no trained run (``why``)."""
 
     ours: MethodLine
     reference: MethodLine
-    differs_by: str  # what alone differs between the two
-    difference: Difference
+    metric: str
+    kind: str  # HYPOTHESIS or EXPLORATORY
+    difference: Difference | None
+    why: str = ""  # why no difference was measured, where none was
+    shared: str = ""  # why the runs are not shown to share batches and code ("" where they do: paired)
+    differs_by: str = ""  # a control comparison: what alone differs between the two
+    verdict: Verdict | None = None  # set by the build: in its family (a hypothesis) or alone (exploratory)
+
+    @property
+    def seeds(self) -> tuple[list[int], list[int]]:
+        """The seeds the difference is over, ours and the reference's: the common trained seeds (both alike) when
+        paired, each side's trained seeds otherwise."""
+        ours, theirs = [r.results.seed for r in self.ours.trained], [r.results.seed for r in self.reference.trained]
+        if self.difference is not None and self.difference.test == PAIRED:
+            common = sorted(set(ours) & set(theirs))
+            return common, common
+        return ours, theirs
+
+    @property
+    def left_out(self) -> dict[str, list[int]]:
+        """Per side, the seeds out of the comparison because their pick is their untrained evaluation."""
+        sides = {self.ours.method: self.ours.untrained_picks, self.reference.method: self.reference.untrained_picks}
+        return {method: seeds for method, seeds in sides.items() if seeds}
+
+
+def compare(ours: MethodLine, reference: MethodLine, metric: str, kind: str, differs_by: str = "") -> Comparison:
+    """``ours`` minus ``reference`` in test ``metric`` over their trained runs: paired over the common seeds where
+    every common seed's two runs shared batches and code, Welch's otherwise."""
+    mine, theirs = ours.trained, reference.trained
+    if not mine or not theirs:
+        without = [line.method for line, runs in ((ours, mine), (reference, theirs)) if not runs]
+        return Comparison(ours, reference, metric, kind, None, f"no trained run of {' or '.join(without)}",
+                          differs_by=differs_by)  # fmt: skip
+    by_seed = {run.results.seed: run for run in theirs}
+    common = [(run, by_seed[run.results.seed]) for run in mine if run.results.seed in by_seed]
+    reasons = [why_not_shared(a.results, b.results) for a, b in common] or ["no common seed"]
+    shared = next((reason for reason in reasons if reason), "")
+    if not shared:
+        difference = paired_difference(ours.by_seed(metric, mine), reference.by_seed(metric, theirs))
+    else:
+        difference = welch_difference(list(ours.by_seed(metric, mine).values()),
+                                      list(reference.by_seed(metric, theirs).values()))  # fmt: skip
+    return Comparison(ours, reference, metric, kind, difference, shared=shared, differs_by=differs_by)
+
+
+@dataclass(frozen=True)
+class PrintedGain:
+    """A paper method's gain over a classic baseline as its paper printed it, beside this study's difference from
+    that same baseline (``comparison``, exploratory)."""
+
+    gain: ClaimedGain
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
+class LearningCheck:
+    """Whether a mini-tier page may compare: the reference's mean gain in test R@1 over its untrained evaluation
+    against the tier's learning bar (``dml_core.tables.pages.mini.LEARNING_GAIN``)."""
+
+    reference: str
+    gain: float | None  # None: not measurable (a run without an untrained evaluation)
+    bar: float = LEARNING_GAIN
+
+    @property
+    def clears(self) -> bool:
+        return self.gain is not None and self.gain >= self.bar
 
 
 @dataclass
@@ -146,16 +224,25 @@ class DatasetSection:
 
     dataset: str
     lines: list[MethodLine]
-    best: MethodLine | None  # the classic baseline with the best mean test R@1 (None: no baseline ran)
-    differences: dict[str, Difference] = field(default_factory=dict)  # method -> its R@1 minus the best's
-    controls: list[ControlComparison] = field(default_factory=list)
-    claims: dict[str, ClaimCell] = field(default_factory=dict)  # paper method -> its paper's claimed gain
+    reference: MethodLine | None  # the classic baseline with the best mean validation metric (None: none ran)
+    hypotheses: list[Comparison] = field(default_factory=list)  # each paper method against the reference
+    exploratory: list[Comparison] = field(default_factory=list)  # each other baseline against the reference
+    controls: list[Comparison] = field(default_factory=list)
+    printed: list[PrintedGain] = field(default_factory=list)
+    claims: dict[str, ClaimedPair] = field(default_factory=dict)  # paper method -> its claims entry
     protocol: str = ""
     protocol_differences: list[str] = field(default_factory=list)
+    learning: LearningCheck | None = None  # the mini tier's: may the page compare at all?
 
     @property
     def ran(self) -> list[MethodLine]:
         return [line for line in self.lines if line.ran]
+
+    @property
+    def compares(self) -> bool:
+        """Whether verdict words may be printed: always at full scale, at the mini tier only where the reference
+        learns."""
+        return self.learning is None or self.learning.clears
 
     @property
     def results_datasets(self) -> list[str]:
@@ -164,12 +251,18 @@ class DatasetSection:
     def line(self, method: str) -> MethodLine:
         return next(line for line in self.lines if line.method == method)
 
+    def comparisons(self) -> list[Comparison]:
+        """Every comparison of the section, hypotheses first."""
+        printed = [gain.comparison for gain in self.printed]
+        return [*self.hypotheses, *self.exploratory, *self.controls, *printed]
+
 
 @dataclass(frozen=True)
 class FairTables:
-    """What ``build_fair_tables`` found, and the tier."""
+    """What ``build_fair_tables`` found, the tier and the study's declared design."""
 
     tier: Tier
+    study: Study
     sections: list[DatasetSection]
     source: Path  # the results folder read
     files: int
@@ -182,12 +275,10 @@ class FairTables:
         """The other validation rule, shown beside the table's from the same runs."""
         return next(rule for rule in VALIDATION_RULES if rule != self.rule)
 
-    def all_differences(self) -> list[Difference]:
-        """Every verdict of the page, in a fixed order (the family Holm's correction runs over)."""
-        found = []
-        for section in [*self.sections, *(search.section for search in self.searches)]:
-            found += [*section.differences.values(), *(control.difference for control in section.controls)]
-        return found
+    @property
+    def family_size(self) -> int:
+        """The hypotheses the study declared for this tier: Holm's correction runs over them, run or not."""
+        return len(self.study.family(self.tier))
 
 
 def method_and_dataset(recipe_id: str, origin: Path) -> tuple[str, str]:
@@ -209,7 +300,7 @@ def method_and_dataset(recipe_id: str, origin: Path) -> tuple[str, str]:
 def is_search_variant(variant: str) -> bool:
     """A run at a search point of ``fair.search-point`` under the study's other default readings.
 
-    >>> is_search_variant("fair.search-point=lower"), is_search_variant("fair.search-point=lower~precision=bf16")
+    >>> is_search_variant("fair.search-point=lr-x2"), is_search_variant("fair.search-point=lr-x2~precision=bf16")
     (True, False)
     """
     return variant.startswith(f"{SEARCH_READING}=") and "~" not in variant
@@ -247,57 +338,89 @@ def table_rule(runs: Sequence[FairRun], folder: Path) -> str:
     return rules[0] if rules else "best_val_r1"
 
 
-def best_baseline(lines: Sequence[MethodLine]) -> MethodLine | None:
-    """The classic baseline with the highest mean test R@1 (the first in the study's order on a tie)."""
-    candidates = [line for line in lines if line.kind == "baseline" and line.values("R@1")]
-    return max(candidates, key=lambda line: line.mean("R@1"), default=None)
+def reference_baseline(lines: Sequence[MethodLine], rule: str) -> MethodLine | None:
+    """The classic baseline with the highest mean validation metric that ``rule`` selects on (validation R@1 under
+    best_val_r1), over every seed's pick; the first in the study's order on a tie. Picked on validation, never on
+    the test numbers it is then compared with."""
+    metric = VALIDATION_RULES[rule]
+    candidates = [line for line in lines if line.kind == "baseline" and line.validation_values(metric)]
+    return max(candidates, key=lambda line: statistics.fmean(line.validation_values(metric)), default=None)
 
 
-def control_comparisons(lines: Sequence[MethodLine]) -> list[ControlComparison]:
+def control_comparisons(lines: Sequence[MethodLine]) -> list[Comparison]:
     """Each control that ran against its paper method (the method's term alone) and its classic baseline (the batch
-    makeup alone)."""
+    makeup alone), in test R@1: exploratory."""
     found = []
     by_method = {line.method: line for line in lines}
     for control, (method, baseline) in CONTROLS.items():
         line = by_method.get(control)
-        if line is None or not line.values("R@1"):
+        if line is None or not line.ran:
             continue
         for ours, reference, differs_by in (
             (by_method[method], line, f"{method}'s own term (the same batches)"),
             (line, by_method[baseline], f"the batch makeup ({control}'s batches against {baseline}'s)"),
         ):
-            if ours.values("R@1") and reference.values("R@1"):
-                found.append(ControlComparison(ours, reference, differs_by, compare(ours, reference)))
+            if ours.ran and reference.ran:
+                found.append(compare(ours, reference, "R@1", EXPLORATORY, differs_by))
     return found
 
 
-def judged_section(dataset: str, lines: list[MethodLine]) -> DatasetSection:
-    """``lines`` with their best baseline and each other line's difference from it (the controls: none)."""
-    section = DatasetSection(dataset, lines, best_baseline(lines))
+def judged_section(
+    dataset: str, lines: list[MethodLine], rule: str, study: Study, tier: Tier, search: bool = False
+) -> DatasetSection:
+    """``lines`` with their reference, each paper method's difference from it per declared metric (a hypothesis
+    where the study's family holds it, exploratory otherwise, and always exploratory in a ``search``), and each
+    other baseline's (exploratory); at the mini tier, whether the reference learns."""
+    section = DatasetSection(dataset, lines, reference_baseline(lines, rule))
+    reference = section.reference
+    if reference is None:
+        return section
+    family = set(study.family(tier))
     for line in lines:
-        if section.best is not None and line is not section.best and line.kind != "control" and line.values("R@1"):
-            section.differences[line.method] = compare(line, section.best)
+        if line is reference or line.kind == "control" or not line.ran:
+            continue
+        for metric in study.hypotheses.metrics:
+            declared = line.kind == "paper" and (line.method, dataset, metric) in family and not search
+            comparison = compare(line, reference, metric, HYPOTHESIS if declared else EXPLORATORY)
+            (section.hypotheses if declared else section.exploratory).append(comparison)
+    if tier == Tier.MINI:
+        section.learning = LearningCheck(reference.method, reference.learning_gain())
     return section
 
 
+def printed_gains(section: DatasetSection, claims: FairClaims, papers: dict[str, PublishedPaper]) -> None:
+    """Each paper method's printed gain over every classic baseline its paper printed that ran here, beside this
+    study's difference from that same baseline (R@1, exploratory)."""
+    for line in section.lines:
+        entry = claims.entry(line.method, section.dataset) if line.kind == "paper" else None
+        if entry is None:
+            continue
+        section.claims[line.method] = entry
+        if not line.ran:
+            continue
+        for baseline in entry.baselines:
+            reference = section.line(baseline)
+            gain = entry.gain_over(baseline, papers[line.method])
+            if reference.ran and gain is not None:
+                section.printed.append(PrintedGain(gain, compare(line, reference, gain.metric, EXPLORATORY)))
+
+
 def dataset_section(
-    dataset: str, runs: Sequence[FairRun], claims: FairClaims, papers: dict[str, PublishedPaper]
+    dataset: str,
+    runs: Sequence[FairRun],
+    rule: str,
+    study: Study,
+    tier: Tier,
+    claims: FairClaims,
+    papers: dict[str, PublishedPaper],
 ) -> DatasetSection:
-    """One dataset's lines (every method of the study, in its order), best baseline, differences, the controls'
-    comparisons and the papers' claims."""
+    """One dataset's lines (every method of the study, in its order), reference, comparisons, the controls' and
+    the printed gains beside this study's."""
     by_seed = sorted(runs, key=lambda run: run.results.seed)
     lines = [MethodLine(method, dataset, tuple(r for r in by_seed if r.method == method)) for method in FAIR_METHODS]
-    section = judged_section(dataset, lines)
+    section = judged_section(dataset, lines, rule, study, tier)
     section.controls = control_comparisons(lines)
     shared, differing = protocol_lines([(run.method, run.results) for line in lines for run in line.runs])
     section.protocol, section.protocol_differences = shared, differing
-    if section.best is None:
-        return section
-    ranking = sorted((line for line in lines if line.kind == "baseline" and line.values("R@1")),
-                     key=lambda line: -line.mean("R@1"))  # fmt: skip
-    for line in lines:
-        if line.kind == "paper":
-            entry = claims.entry(line.method, dataset)
-            gain = entry.gain(section.best.method, [b.method for b in ranking], papers[line.method]) if entry else None
-            section.claims[line.method] = ClaimCell(gain, entry, line.method)
+    printed_gains(section, claims, papers)
     return section

@@ -3,5 +3,5 @@ reproduced number joined to its published row with its status (``join``), the to
 judged with (``tolerances``, ``noise``, ``query_intervals``), the reviewed waivers (``known_gaps``), the long form
 (``long_form``) and the check over it (``check``).
 
-It may import the package below the tables (results, published, recipes, evaluation), never the other
-subpackages of ``dml_core.tables``: they all build on it."""
+It may import the package below the tables (results, published, recipes, evaluation, data, linear), never the
+other subpackages of ``dml_core.tables``: they all build on it."""

@@ -21,8 +21,8 @@ from dml_core.errors import InputError
 from dml_core.evaluation.protocols import run_recall_ks
 from dml_core.evaluation.registry import METRICS
 from dml_core.published import PublishedPaper, find_row
+from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe, forward_precision
-from dml_core.recipes.tiers import smoke_version
 from dml_core.results import AnyResults, ResultsFile, SelectionRecord, select_every_rule
 from dml_core.schema import format_validation_error
 from dml_core.tables.gate.index_check import IndexCheck
@@ -110,8 +110,9 @@ def _describe(run_id: str, readings: Mapping[str, str], overrides: list[str], ti
 
 
 def pinned_recipe(results: ResultsFile, plan: Plan, tier: Tier) -> Recipe:
-    """The recipe the file must have run: its run in the catalog, under its readings and allowed overrides, and
-    its hash checked against the file's (see the module docstring)."""
+    """The recipe the file must have run: its run in the catalog under its readings and allowed overrides at
+    ``tier``, as ``recipes.resolve`` makes it for training, and its hash checked against the file's (see the module
+    docstring)."""
     record = results.recipe
     run = plan.definitions.get(record.id)
     if run is None:
@@ -125,10 +126,9 @@ def pinned_recipe(results: ResultsFile, plan: Plan, tier: Tier) -> Recipe:
         )
     readings = _chosen_readings(results, run)
     try:
-        recipe = run.recipe(readings, record.overrides)
+        recipe = resolve(run, readings, record.overrides, tier)
     except InputError as error:
         raise _Refused(f"field recipe.overrides: {error}") from None
-    recipe = smoke_version(recipe) if tier == Tier.SMOKE else recipe
     if record.sha256 not in recipe.hashes_of_this_computation():
         raise _field(
             "recipe.sha256",

@@ -1,6 +1,7 @@
 """What the recipe layer plans for a paper, as the table builder needs it: the published rows each run targets
-and each run's training schedule. The one place the tables read ``reproduce/<key>/`` (deep runs through the
-recipe catalog, linear runs through ``reproduce/<key>/linear/`` plans)."""
+and each run's training schedule. The one place the paper pages and the results gate read a paper's runs (deep runs
+through the recipe catalog, linear runs through ``reproduce/<key>/linear/`` plans); the mini pages read its
+``mini.yaml`` (``recipes.mini``), the fair page the study's ``study.yaml`` (``recipes.study``)."""
 
 from __future__ import annotations
 

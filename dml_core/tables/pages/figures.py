@@ -137,14 +137,23 @@ def _bars_figure(table: PublishedTable, lines: pd.DataFrame) -> plt.Figure:
         for ax, metric in zip(axes.flat, metrics, strict=False):
             shown = measured[measured["metric"] == metric]
             labels = [
-                " · ".join(filter(None, [row_label(rows[r], several), variant_label(v)]))
-                for r, v in zip(shown["row"], shown["variant"], strict=True)
+                " · ".join(filter(None, [row_label(rows[r], several), variant_label(v)])) + _protocol_mark(note)
+                for r, v, note in zip(shown["row"], shown["variant"], shown["note"], strict=True)
             ]
             _bar_pairs(ax, shown, labels, vertical=False)
             ax.set_xlabel(f"{metric} (%)")
     handles, names = figure.axes[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="upper right", ncols=2)
     return figure
+
+
+def _protocol_mark(note: object) -> str:
+    """A bar's label mark for a line obtained short of the paper's protocol (a linear run's thinned grid, say).
+
+    >>> _protocol_mark("NOT the paper protocol: 30 splits (seeds 0..29), ..."), _protocol_mark(float("nan"))
+    (' (NOT the paper protocol)', '')
+    """
+    return " (NOT the paper protocol)" if str(note).startswith("NOT the paper protocol") else ""
 
 
 def _bar_pairs(ax: plt.Axes, shown: pd.DataFrame, labels: list[str], vertical: bool) -> None:

@@ -133,16 +133,16 @@ def _std(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def mean_std(values: Sequence[float]) -> str:
-    """``mean ± std`` (sample std over seeds), or just the value for one seed.
+def mean_std(values: Sequence[float], places: int = 1) -> str:
+    """``mean ± std`` (sample std over seeds) to ``places`` decimals, or just the value for one seed.
 
-    >>> mean_std([10.0, 12.0, 14.0]), mean_std([3.25]), mean_std([])
-    ('12.0 ± 2.0', '3.2', '—')
+    >>> mean_std([10.0, 12.0, 14.0]), mean_std([3.25]), mean_std([]), mean_std([0.38, 0.41], places=2)
+    ('12.0 ± 2.0', '3.2', '—', '0.40 ± 0.02')
     """
     if not values:
         return "—"
     mean = statistics.fmean(values)
-    return f"{mean:.1f} ± {_std(values):.1f}" if len(values) > 1 else f"{mean:.1f}"
+    return f"{mean:.{places}f} ± {_std(values):.{places}f}" if len(values) > 1 else f"{mean:.{places}f}"
 
 
 def mini_results(results_root: Path, key: str) -> list[ResultsFile]:

@@ -96,13 +96,27 @@ def test_kaggle_annotations_that_disagree_with_the_class_folders_are_refused(mon
         prepare(get_spec("cars196"), tmp_path / "data", [tmp_path / "src"], progress=False)
 
 
-def test_devkit_annotations_other_than_the_published_ones_are_refused(monkeypatch, tmp_path):
+def test_a_devkit_annotation_checksum_without_public_evidence_is_reported_not_refused(monkeypatch, tmp_path):
+    expected = make_cars_devkit(tmp_path / "src")
+    published = tmp_path / "published"
+    make_cars_devkit(published, classes=(1, 2, 99, 100, 101))  # another copy's files: other md5s
+    recorded = {name: published / "devkit" / name for name in ("cars_train_annos.mat", "cars_meta.mat")}
+    shrink_spec(monkeypatch, "cars196", expected, recorded)
+    assert [known.gates for known in get_spec("cars196").files] == [False, False]  # the packaged catalog says so
+    prepared = prepare(get_spec("cars196"), tmp_path / "data", [tmp_path / "src"], progress=False)
+    assert prepared.images_per_split == {"train": 8, "test": 8}
+    annotations = [note for note in prepared.notes if "a checksum of" in note]
+    assert len(annotations) == 1 and "src/devkit/cars_train_annos.mat: md5 " in annotations[0]
+    assert "a checksum of cars_train_annos.mat that no public source gives (so it does not refuse" in annotations[0]
+
+
+def test_a_checksum_with_public_evidence_still_refuses_another_file(monkeypatch, tmp_path):
     make_cars_devkit(tmp_path / "src", swap=(2, 99))  # the same counts, two classes' ids exchanged
     published = tmp_path / "published"
-    expected = make_cars_devkit(published)
-    shrink_spec(monkeypatch, "cars196", expected, {"cars_train_annos.mat": published / "devkit/cars_train_annos.mat"})
-    with pytest.raises(InputError, match=r"src/devkit/cars_train_annos.mat: checksum mismatch: expected md5 \w+ "
-                       r"\(the published cars_train_annos.mat\)"):  # fmt: skip
+    labels = {"cars_test_annos_withlabels.mat": published / "cars_test_annos_withlabels.mat"}
+    shrink_spec(monkeypatch, "cars196", make_cars_devkit(published), labels)
+    with pytest.raises(InputError, match=r"src/cars_test_annos_withlabels.mat: checksum mismatch: expected md5 \w+ "
+                       r"\(the published cars_test_annos_withlabels.mat\)"):  # fmt: skip
         prepare(get_spec("cars196"), tmp_path / "data", [tmp_path / "src"], progress=False)
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from dml_core.data.index import read_index
-from dml_core.data.prepare import prepare
+from dml_core.data.prepare import downloads_folder, prepare
 from dml_core.data.registry import get_spec
 from dml_core.errors import InputError
 from tests.data.layouts import make_sop, make_zip, shrink_spec
@@ -23,11 +23,12 @@ def test_download_resumes_a_truncated_archive(monkeypatch, http_server, tmp_path
     served.files["/sop.zip"] = data
     shrink_spec(monkeypatch, "sop", expected, {"Stanford_Online_Products.zip": archive}, url=f"{url}/sop.zip")
     dataset_dir = tmp_path / "data" / "sop"
-    dataset_dir.mkdir(parents=True)
-    (dataset_dir / "Stanford_Online_Products.zip.part").write_bytes(data[: len(data) // 3])
+    downloads_folder(dataset_dir).mkdir(parents=True)
+    (downloads_folder(dataset_dir) / "Stanford_Online_Products.zip.part").write_bytes(data[: len(data) // 3])
     prepare(get_spec("sop"), tmp_path / "data", progress=False)
     assert served.ranges == [f"bytes={len(data) // 3}-"]
     assert len(read_index(dataset_dir)) == len(expected)
+    assert not downloads_folder(dataset_dir).exists()  # the copy is prepared: its archive is spare
 
 
 def test_missing_test_listing_is_refused(tmp_path):

@@ -15,6 +15,9 @@ from tests.tables.synthetic import results_payload
 # R@1, so a table that selected on the test classes would show it.
 PLANTED = 99.0
 
+COMMIT = "0123456789abcdef0123"
+# what a run records of the code that drew its batches, beside its commit (dml_core.tables.fair.batches)
+ENVIRONMENT = {"data_loading": {"pipeline": "pil"}, "numpy": "2.0", "torch": "2.5", "torchvision": "0.20"}
 RECIPE_CONTENT = {
     "variant": "",
     "readings": {},
@@ -42,20 +45,39 @@ def fair_payload(
     sampler: dict | None = None,
     variant: str = "",
     validation_r1: float | None = None,
+    map_r: float | None = None,
+    commit: str = COMMIT,
+    record_sampler: bool = True,
+    untrained: tuple[float, float] | None = None,
 ) -> dict:
-    """One run whose validation-selected evaluation has test R@1 ``r1`` (MAP@R ``r1 - 20``, NMI ``r1 + 5``) and
-    validation R@1 ``validation_r1`` (default ``r1 - 1``; validation MAP@R 20 below it), under the readings
-    ``variant`` (``name=value~...``)."""
-    payload = results_payload(f"{method}-{dataset}", seed=seed, paper=FAIR_KEY, variant=variant)
+    """One run whose validation-selected evaluation has test R@1 ``r1`` (MAP@R ``map_r``, default ``r1 - 20``; NMI
+    ``r1 + 5``) and validation R@1 ``validation_r1`` (default ``r1 - 1``; validation MAP@R 20 below it), under the
+    readings ``variant`` (``name=value~...``), trained at ``commit``; its sampler as built recorded unless not
+    ``record_sampler``. ``untrained``: (test R@1, validation R@1) of an evaluation before the first update, which
+    the selection picks where its validation R@1 is the best."""
+    payload = results_payload(f"{method}-{dataset}", seed=seed, paper=FAIR_KEY, variant=variant, commit=commit)
     val = r1 - 1 if validation_r1 is None else validation_r1
+    map_r = r1 - 20 if map_r is None else map_r
     evaluations = [
         {"iteration": 100, "epoch": 1.0, "seconds": 1.0, "metrics": {"R@1": PLANTED, "MAP@R": PLANTED, "NMI": PLANTED},
          "validation_metrics": {"R@1": 1.0, "MAP@R": 0.5, "NMI": 30.0}},
-        {"iteration": 200, "epoch": 2.0, "seconds": 1.0, "metrics": {"R@1": r1, "MAP@R": r1 - 20, "NMI": r1 + 5},
+        {"iteration": 200, "epoch": 2.0, "seconds": 1.0, "metrics": {"R@1": r1, "MAP@R": map_r, "NMI": r1 + 5},
          "validation_metrics": {"R@1": val, "MAP@R": val - 20, "NMI": val + 5}},
     ]  # fmt: skip
-    content = {**RECIPE_CONTENT, **payload["recipe"]["content"], "sampler": sampler or RECIPE_CONTENT["sampler"],
-               "training": {"seed": seed}}  # fmt: skip
+    if untrained is not None:
+        test, validation = untrained
+        evaluations.insert(
+            0,
+            {
+                "iteration": 0,
+                "epoch": 0.0,
+                "seconds": 1.0,
+                "metrics": {"R@1": test, "MAP@R": test / 10, "NMI": test + 5},
+                "validation_metrics": {"R@1": validation, "MAP@R": validation / 10, "NMI": 30.0},
+            },
+        )
+    sampler = sampler or RECIPE_CONTENT["sampler"]
+    content = {**RECIPE_CONTENT, **payload["recipe"]["content"], "sampler": sampler, "training": {"seed": seed}}
     payload["recipe"]["content"] = content
     payload["evaluations"] = evaluations
     payload["selection"] = select(evaluations, rule)
@@ -63,6 +85,9 @@ def fair_payload(
     payload["evaluation_protocol"]["selection_rule"] = rule
     payload["evaluation_protocol"]["validation_split"] = {"fraction": 0.2, "seed": 0, "classes": 20,
                                                           "classes_sha256": "c" * 64}  # fmt: skip
+    payload["environment"] = {**payload["environment"], **ENVIRONMENT}
+    if record_sampler:
+        payload["sampler"] = {"name": sampler["name"], "seed": seed, "settings": sampler["params"], "derived": {}}
     payload["backbone"] = "bn_inception"
     payload["timing"]["iterations"] = 200
     del payload["smoke"]

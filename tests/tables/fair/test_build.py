@@ -1,33 +1,37 @@
-"""The fair table (``dml_core.tables.fair``): hand-computed means, spreads, intervals and verdicts from synthetic
-results files, paired where two methods trained on the same batches and Welch's where not, Holm-corrected over the
-page; the control's same-batch comparisons; methods without results shown as not run; the validation-selected
-numbers, never a test-selected one, and the other validation rule's picks beside them; the validation search;
-fair results files selected on the test classes, of another tier or outside the study refused, naming the file."""
+"""The fair page (``dml_core.tables.fair``) from synthetic results files: hand-computed means, spreads and verdicts;
+the reference picked on validation, never on test; Holm over the family reproduce/fair/study.yaml declares and
+nothing else, every other comparison exploratory and unadjusted; a run whose pick is its untrained evaluation
+flagged and out of every comparison; paired only where the two runs shared batches and code; the mini tier compares
+only where its reference clears the learning bar; each printed gain beside this study's difference from the same
+baseline; methods without results shown as not run; the validation-selected numbers, never a test-selected one, and
+the other validation rule's picks beside them; the validation search; fair results files selected on the test
+classes, of another tier or outside the study refused, naming the file."""
 
 import math
 
 import pandas as pd
 import pytest
-from scipy import stats
 
 from dml_core.errors import InputError
 from dml_core.tables.fair.build import build_fair_tables, write_fair_tables
-from dml_core.tables.fair.verdicts import BEATS, LOSES, PAIRED, TIES, WELCH
+from dml_core.tables.fair.verdicts import BETTER, INCONCLUSIVE, NOT_ESTIMABLE, PAIRED, WELCH, WORSE
 from dml_core.tier import Tier
 from tests.tables.fair.synthetic import PLANTED, fair_payload, write_fair_result, write_runs
 
 TWO_STREAMS = {"name": "two_stream", "params": {"classes_per_batch": 15, "images_per_class": 4}}
 PAIRED_DRAWS = {"name": "paired", "params": {"classes_per_batch": 15, "images_per_class": 4}}
 # R@1 of seeds 0, 1, 2; MAP@R is R@1 - 20, NMI R@1 + 5, validation R@1 R@1 - 1 (synthetic.fair_payload). Every
-# run but damlrrm's (two streams) trains on the same PK batches at a seed, so its difference is paired.
+# run but damlrrm's (two streams) trains on the same PK batches at a seed under one commit, so its difference is
+# paired. MAP@R differences are the R@1 ones: each method's two hypotheses have the same p-value.
 RUNS = {
-    "anml": [51.0, 52.5, 53.0],  # paired: differences 1, 1.5, 1: +1.17 ± 4.303 x 0.2887 / sqrt(3) = [+0.4, +1.9]
-    "gpw": [40.0, 41.0, 42.5],  # paired: -10, -10, -9.5: [-10.6, -9.1]
-    "drml": [70.0],  # one common seed: no interval, ties
-    "multi-similarity": [50.0, 51.0, 52.0],  # the best baseline
-    "npair": [40.0, 41.0, 42.0],  # the same difference, -10, at every seed: no spread, no interval, ties
+    "anml": [51.0, 52.5, 53.0],  # paired: differences 1, 1.5, 1: t = 7.0, df 2, p = 0.0198
+    "gpw": [40.0, 41.0, 42.5],  # paired: -10, -10, -9.5: p = 0.000287
+    "drml": [70.0],  # one common seed: not estimable
+    "multi-similarity": [50.0, 51.0, 52.0],  # the reference: the best validation R@1 of the baselines
+    "npair": [40.0, 41.0, 42.0],  # the same difference, -10, at every seed: no spread, not estimable
 }
-DAMLRRM = [60.0, 62.0, 64.0]  # Welch against the best baseline: +11.0, df 2.94, [+6.8, +15.2]
+DAMLRRM = [60.0, 62.0, 64.0]  # Welch against the reference: +11.0, df 2.94, p = 0.00366
+FAMILY = 20  # reproduce/fair/study.yaml: 5 paper methods x 2 data sets x 2 metrics at full scale
 
 
 def _write(results_root, tier=Tier.FULL):
@@ -41,112 +45,189 @@ def _page(tmp_path, tier=Tier.FULL):
     return written, written[0].read_text()
 
 
-def _line(page: str, method: str) -> str:
-    return next(line for line in page.splitlines() if line.startswith(f"| {method} |"))
+def _line(page: str, start: str) -> str:
+    return next(line for line in page.splitlines() if line.startswith(start))
 
 
-def test_means_spreads_intervals_and_verdicts_are_the_hand_computed_ones(tmp_path):
+def _hypothesis(section, method: str, metric: str = "R@1"):
+    return next(c for c in section.hypotheses if c.ours.method == method and c.metric == metric)
+
+
+def test_the_runs_table_shows_means_spreads_and_picked_steps(tmp_path):
     _write(tmp_path / "results")
     written, page = _page(tmp_path)
     assert [p.name for p in written] == ["fair.md", "fair.csv", "fair.png"]
-    assert "Best classic baseline (mean test R@1): **multi-similarity**, 51.0 ± 1.0." in page
-    # Holm over the three measured verdicts: p = 0.00029 (gpw) x 3, 0.0037 (damlrrm) x 2, 0.0198 (anml) x 1
-    assert _line(page, "damlrrm") == (
-        "| damlrrm | paper | 15×4 + 60 shuffled | 0, 1, 2 | 62.0 ± 2.0 | 42.0 ± 2.0 | 67.0 ± 2.0 | 61.0 ± 2.0 "
-        "| +11.0 [+6.8, +15.2] | Welch (batches differ) | 0.004 (Holm 0.007) | beats "
-        "| +3.2 over N-pair (damlrrm Table 1; quoted row; multi-similarity not printed) |"
+    assert _line(page, "| damlrrm | paper |") == (
+        "| damlrrm | paper | 15×4 + 60 shuffled | 0, 1, 2 | 200, 200, 200 | 62.0 ± 2.0 | 42.00 ± 2.00 | 67.0 ± 2.0 "
+        "| 61.0 ± 2.0 |"
     )
-    assert "| +1.2 [+0.4, +1.9] | paired (same batches) | 0.020 (Holm 0.020) | beats |" in _line(page, "anml")
-    assert "| −9.8 [−10.6, −9.1] | paired (same batches) | <0.001 (Holm <0.001) | loses |" in _line(page, "gpw")
-    # paired over the one seed both ran: 70.0 - 50.0 (seed 0's), not the difference of the means (+19.0)
-    drml = "| drml | paper | PK 30×4 | 0 | 70.0 | 50.0 | 75.0 | 69.0 | +20.0 (no interval: 1 seed) | paired"
-    assert _line(page, "drml").startswith(drml) and "| — | ties |" in _line(page, "drml")
-    assert _line(page, "multi-similarity").endswith("| — | — | — | reference | — |")
-    assert "| −10.0 (no interval: no spread) | paired (same batches) | — | ties | — |" in _line(page, "npair")
-    assert "The verdicts are Holm-corrected over the 3 on this page that have an interval." in page
+    assert _line(page, "| multi-similarity | reference |").startswith("| multi-similarity | reference | PK 30×4 |")
+    assert "Reference (the classic baseline with the best mean validation R@1): **multi-similarity**, validation " \
+        "R@1 50.0 ± 1.0, test R@1 51.0 ± 1.0." in page  # fmt: skip
 
 
-def test_two_methods_at_one_seed_on_the_pk_sampler_get_the_paired_interval(tmp_path):
-    ours, reference = [51.0, 52.5, 53.0], [50.0, 51.0, 52.0]
-    write_runs(tmp_path / "results", {"anml": ours, "multi-similarity": reference})
-    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
-    difference = section.differences["anml"]
-    assert difference.test == PAIRED
-    low, high = stats.ttest_rel(ours, reference).confidence_interval(0.95)
-    assert (difference.low, difference.high) == pytest.approx((low, high))
-    # by hand: differences 1, 1.5, 1; sd 0.2887; t(0.975, 2) = 4.302653 from a t table
-    assert difference.high - difference.estimate == pytest.approx(4.302653 * 0.288675 / math.sqrt(3), abs=1e-5)
-    # Welch's interval on the same numbers would be far wider: pairing takes out the seed both runs share
-    welch = stats.ttest_ind(ours, reference, equal_var=False).confidence_interval(0.95)
-    assert welch.high - welch.low > 3 * (high - low)
-
-
-def test_another_sampler_or_another_seed_makes_the_comparison_welchs(tmp_path):
-    ours, reference = [60.0, 62.0, 64.0, 61.0], [50.0, 51.0, 52.0]
-    for seed, r1 in enumerate(ours):
-        write_fair_result(tmp_path / "results", fair_payload("cgml", "cub200", seed, r1, sampler=PAIRED_DRAWS))
-    write_runs(tmp_path / "results", {"multi-similarity": reference})
-    difference = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0].differences["cgml"]
-    peer = stats.ttest_ind(ours, reference, equal_var=False)
-    assert difference.test == WELCH
-    assert (difference.low, difference.high) == pytest.approx(tuple(peer.confidence_interval(0.95)))
-    assert difference.degrees_of_freedom == pytest.approx(peer.df) and difference.p_value == pytest.approx(peer.pvalue)
-
-
-def test_two_zero_spreads_on_the_page_give_no_interval_and_ties(tmp_path):
-    write_runs(tmp_path / "results", {"anml": [55.0, 55.0, 55.0], "multi-similarity": [50.0, 50.0, 50.0]})
-    for seed in range(3):  # Welch: cgml's batches differ, and both sides have no spread
-        write_fair_result(tmp_path / "results", fair_payload("cgml", "cub200", seed, 60.0, sampler=PAIRED_DRAWS))
-    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
-    for method, test in (("anml", PAIRED), ("cgml", WELCH)):
-        difference = section.differences[method]
-        assert (difference.test, difference.measured, difference.verdict) == (test, False, TIES)
-    assert "| +10.0 (no interval: no spread) | Welch (batches differ) | — | ties |" in _page(tmp_path)[1]
-
-
-def test_holm_turns_a_verdict_that_holds_alone_into_ties_among_many(tmp_path):
-    # each alone: p = 0.0198 (anml's differences of RUNS); five of them: 5 x 0.0198 = 0.099 for the smallest
-    reference = [50.0, 51.0, 52.0]
-    runs = {method: [51.0, 52.5, 53.0] for method in ("damlrrm", "anml", "gpw", "drml", "cgml")}
-    write_runs(tmp_path / "results", {**runs, "multi-similarity": reference})
+def test_the_declared_hypotheses_get_the_hand_computed_words_under_holm_over_the_family(tmp_path):
+    _write(tmp_path / "results")
     tables = build_fair_tables(tmp_path / "results", Tier.FULL)
-    differences = tables.sections[0].differences
-    assert {m: d.p_value for m, d in differences.items()} == pytest.approx(dict.fromkeys(runs, 0.019804), abs=1e-6)
-    assert {m: d.adjusted_p for m, d in differences.items()} == pytest.approx(dict.fromkeys(runs, 0.099020), abs=1e-6)
-    assert {d.verdict for d in differences.values()} == {TIES}
-    assert all(d.low > 0 for d in differences.values())  # each uncorrected interval excludes 0
+    section = tables.sections[0]
+    assert tables.family_size == FAMILY
+    # measured: gpw's two (p 0.000287), damlrrm's two (0.00366), anml's two (0.0198); the other 14 count as 1
+    expected = {"gpw": (20 * 0.00028715, WORSE), "damlrrm": (18 * 0.00365996, INCONCLUSIVE),
+                "anml": (16 * 0.01980394, INCONCLUSIVE)}  # fmt: skip
+    for method, (adjusted, word) in expected.items():
+        for metric in ("R@1", "MAP@R"):
+            verdict = _hypothesis(section, method, metric).verdict
+            assert (verdict.adjusted_p, verdict.word) == (pytest.approx(adjusted, rel=1e-4), word), (method, metric)
+    assert _hypothesis(section, "drml").verdict.word == NOT_ESTIMABLE  # one common seed
+    assert _hypothesis(section, "gpw").verdict.confidence == pytest.approx(1 - 0.05 / 20)  # Holm's first step
+    page = _page(tmp_path)[1]
+    # by hand: se 0.2887 / sqrt(3) = 0.1667, df 2; t(1 - 0.0025 / 2) = 19.96 (99.75%, Holm's first step), so
+    # -9.83 +- 3.33; detectable at level / 20 with 80% power: (19.96 + t(0.8) 1.061) x 0.1667 = 3.50
+    assert _line(page, "| gpw | R@1 |") == (
+        "| gpw | R@1 | 0, 1, 2 | −9.8 [−13.2, −6.5] (99.75%) | paired (same batches and code) "
+        "| <0.001 (Holm 0.006) | 1.000 (Holm 1.000) | 3.5 | worse |"
+    )
+    assert _line(page, "| drml | R@1 |").endswith("| +20.0 (no interval: 1 seed) | paired (same batches and code) "
+                                                  "| — | — | — | not estimable |")  # fmt: skip
+    assert "Holm over the family of 20" in page
 
 
-def test_cgmls_control_compares_like_with_like(tmp_path):
-    cgml, control, multi_similarity = [45.0, 47.5, 46.0], [44.0, 46.0, 45.5], [50.0, 51.0, 52.0]
+def test_holm_runs_over_the_declared_family_only(tmp_path):
+    # the same hypotheses with and without exploratory comparisons beside them (baselines, cgml's control, a
+    # validation search): their adjusted p-values do not move, and the exploratory ones are each alone
+    write_runs(tmp_path / "results", {"anml": RUNS["anml"], "multi-similarity": RUNS["multi-similarity"]})
+    alone = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
+    write_runs(tmp_path / "results", {"contrastive": [45.0, 47.0, 46.5], "npair": [44.0, 45.5, 44.0]})
     for seed in range(3):
-        for method, values in (("cgml", cgml), ("multi-similarity-paired", control)):
-            payload = fair_payload(method, "cub200", seed, values[seed], sampler=PAIRED_DRAWS)
-            write_fair_result(tmp_path / "results", payload)
-    write_runs(tmp_path / "results", {"multi-similarity": multi_similarity})
-    _, page = _page(tmp_path)
+        write_fair_result(tmp_path / "results", fair_payload("anml", "cub200", seed, 70.0 + seed,
+                                                             variant="fair.search-point=lr-x2"))  # fmt: skip
+    tables = build_fair_tables(tmp_path / "results", Tier.FULL)
+    crowded = tables.sections[0]
+    assert len(crowded.exploratory) == 4 and len(tables.searches[0].section.hypotheses) == 0
+    for metric in ("R@1", "MAP@R"):
+        before, after = (_hypothesis(s, "anml", metric).verdict for s in (alone, crowded))
+        assert before.adjusted_p == after.adjusted_p == pytest.approx(20 * 0.01980394, rel=1e-4)  # not 2 x p
+    for comparison in [*crowded.exploratory, *tables.searches[0].section.exploratory]:
+        verdict = comparison.verdict
+        if not comparison.difference.measured:
+            continue
+        assert verdict.family_size == 1 and verdict.adjusted_p == pytest.approx(comparison.difference.p_value)
+    page = _page(tmp_path)[1]
+    assert "Exploratory, unadjusted (each comparison alone, 95%)" in page
+    assert _line(page, "| contrastive − multi-similarity | R@1 |").endswith("| worse (exploratory) |")
+
+
+def test_the_reference_is_picked_on_validation_never_on_test(tmp_path):
+    # contrastive has the best test R@1 of the baselines but the worst validation R@1
+    write_runs(tmp_path / "results", {"multi-similarity": [50.0, 51.0, 52.0], "anml": RUNS["anml"]})
+    write_runs(tmp_path / "results", {"contrastive": [60.0, 61.0, 62.0]}, validation_r1=30.0)
     section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
-    term, makeup = section.controls
-    assert (term.ours.method, term.reference.method) == ("cgml", "multi-similarity-paired")
-    assert term.difference.test == PAIRED
-    assert term.difference.estimate == pytest.approx(1.0)  # differences 1, 1.5, 0.5
-    assert (makeup.ours.method, makeup.reference.method, makeup.difference.test) == (
-        "multi-similarity-paired", "multi-similarity", WELCH)  # fmt: skip
-    assert "multi-similarity-paired" not in section.differences  # a control is not judged against the best baseline
-    assert "| cgml − multi-similarity-paired | cgml's own term (the same batches) | 0, 1, 2 | +1.0 [" in page
-    assert "| multi-similarity-paired − multi-similarity | the batch makeup (" in page
-    assert _line(page, "multi-similarity-paired").startswith("| multi-similarity-paired | control | 2 draws of 15×4 |")
+    assert section.reference.method == "multi-similarity"
+    assert _hypothesis(section, "anml").reference.method == "multi-similarity"
+    assert [c.ours.method for c in section.exploratory] == ["contrastive", "contrastive"]
+
+
+def test_a_run_that_picked_its_untrained_evaluation_is_flagged_and_compares_nothing(tmp_path):
+    write_runs(tmp_path / "results", {"multi-similarity": RUNS["multi-similarity"]})
+    for seed, r1 in enumerate(RUNS["anml"]):  # seed 1's validation R@1 peaked before the first update
+        untrained = (2.0, 90.0 if seed == 1 else 0.5)
+        write_fair_result(tmp_path / "results", fair_payload("anml", "cub200", seed, r1, untrained=untrained))
+    for seed in range(2):  # every cgml run failed
+        write_fair_result(tmp_path / "results", fair_payload("cgml", "cub200", seed, 45.0, untrained=(2.0, 90.0)))
+    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
+    anml = _hypothesis(section, "anml")
+    assert anml.seeds == ([0, 2], [0, 2]) and anml.difference.estimate == pytest.approx(1.0)  # 51 - 50, 53 - 52
+    assert anml.left_out == {"anml": [1]}
+    cgml = _hypothesis(section, "cgml")
+    assert cgml.difference is None and cgml.verdict is None and cgml.why == "no trained run of cgml"
+    page = _page(tmp_path)[1]
+    assert _line(page, "| anml | paper |").startswith("| anml | paper | PK 30×4 | 0, 1, 2 | 200, 0 ⚠, 200 |")
+    assert "so the run enters no comparison (anml seed 1; cgml seed 0, 1)." in page
+    assert _line(page, "| anml | R@1 |").startswith("| anml | R@1 | 0, 2 (out, untrained: anml 1) | +1.0 ")
+    assert _line(page, "| cgml | R@1 |").endswith("| none: no trained run of cgml |")
+
+
+def test_shared_batches_need_the_same_recorded_sampler_and_the_same_code(tmp_path):
+    write_runs(tmp_path / "results", {"multi-similarity": RUNS["multi-similarity"]})
+    cases = {"anml": {"commit": "f" * 20}, "gpw": {"record_sampler": False}, "drml": {}}
+    for method, options in cases.items():
+        write_runs(tmp_path / "results", {method: RUNS["anml"]}, **options)
+    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
+    anml, gpw, drml = (_hypothesis(section, method) for method in cases)
+    assert (anml.difference.test, anml.shared) == (WELCH, "other code: fffffff / 0123456")
+    assert (gpw.difference.test, gpw.shared) == (WELCH, "the sampler as built is not recorded")
+    assert (drml.difference.test, drml.shared) == (PAIRED, "")
+    page = _page(tmp_path)[1]
+    assert "| Welch (other code: fffffff / 0123456) |" in _line(page, "| anml | R@1 |")
+
+
+def test_uncommitted_code_or_another_pipeline_is_not_shared_code(tmp_path):
+    from dml_core.results import validate_results
+    from dml_core.tables.fair.batches import why_not_shared
+
+    base = fair_payload("anml", "cub200", 0, 50.0)
+    dirty = {**base, "git": {**base["git"], "dirty": True}}
+    cache = {**base, "environment": {**base["environment"], "data_loading": {"pipeline": "cache"}}}
+    pool = {**base, "sampler": {**base["sampler"], "derived": {"pool_images": 10}}}
+    results = {name: validate_results(payload, name) for name, payload in
+               {"base": base, "dirty": dirty, "cache": cache, "pool": pool}.items()}  # fmt: skip
+    assert why_not_shared(results["base"], results["base"]) == ""
+    assert why_not_shared(results["base"], results["dirty"]) == "uncommitted or unknown code"
+    assert why_not_shared(results["base"], results["cache"]) == "another data-loading pipeline: pil / cache"
+    assert why_not_shared(results["base"], results["pool"]) == "other batches: another sampler, seed or training split"
+
+
+@pytest.mark.parametrize("untrained_r1", [45.0, 30.0])
+def test_the_mini_tier_compares_only_where_its_reference_clears_the_learning_bar(tmp_path, untrained_r1):
+    # the reference gains 51 - 45 = 6 R@1 points over its untrained evaluation (under the bar of 15), or 21
+    for method, values in (("multi-similarity", RUNS["multi-similarity"]), ("gpw", RUNS["gpw"])):
+        for seed, r1 in enumerate(values):
+            payload = fair_payload(method, "cub200", seed, r1, tier=Tier.MINI, untrained=(untrained_r1, 0.5))
+            write_fair_result(tmp_path / "results", {**payload, "dataset": "embedded_mini"})
+    tables = build_fair_tables(tmp_path / "results", Tier.MINI)
+    section = tables.sections[0]
+    assert tables.family_size == 10  # the mini tier's one data set
+    written, page = _page(tmp_path, Tier.MINI)
+    csv = pd.read_csv(written[1], keep_default_na=False)
+    gpw = csv[(csv["kind"] == "hypothesis") & (csv["method"] == "gpw")]
+    if untrained_r1 == 45.0:
+        assert section.learning.gain == pytest.approx(6.0) and not section.compares
+        assert "> **This tier cannot compare the methods here.** The reference, multi-similarity, does not clear" in (
+            page)  # fmt: skip
+        assert "it gains +6.0 test R@1 over its untrained evaluation" in page
+        assert _line(page, "| gpw | R@1 |").endswith("| — |") and "| worse" not in page
+        assert set(gpw["verdict"]) == {"cannot compare (mini tier)"}
+    else:
+        assert section.learning.gain == pytest.approx(21.0) and section.compares
+        assert "cannot compare" not in page and _line(page, "| gpw | R@1 |").endswith("| worse |")
+        assert set(gpw["verdict"]) == {WORSE}
+
+
+def test_each_printed_gain_stands_beside_this_studys_difference_from_the_same_baseline(tmp_path):
+    _write(tmp_path / "results")
+    page = _page(tmp_path)[1]
+    # damlrrm's Table 1 prints N-pair (not multi-similarity, the reference): +3.2 beside damlrrm - npair here,
+    # Welch (two streams against PK): 62 - 41 = +21.0
+    assert _line(page, "| damlrrm | damlrrm Table 1 (quoted row) | npair (N-pair) |").startswith(
+        "| damlrrm | damlrrm Table 1 (quoted row) | npair (N-pair) | +3.2 R@1 | +21.0 ["
+    )
+    # anml's Table 4 prints multi-similarity: +1.9 beside anml - multi-similarity here, paired: +1.2
+    assert _line(page, "| anml | anml Table 4 (quoted row) |").startswith(
+        "| anml | anml Table 4 (quoted row) | multi-similarity (Multi-similarity loss) | +1.9 R@1 | +1.2 ["
+    )
+    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
+    assert {(p.comparison.ours.method, p.gain.baseline) for p in section.printed} == {
+        ("damlrrm", "npair"), ("anml", "multi-similarity"), ("gpw", "npair"), ("gpw", "multi-similarity"),
+        ("drml", "multi-similarity"), ("drml", "npair")}  # fmt: skip
+    assert all(p.comparison.reference.method == p.gain.baseline for p in section.printed)
 
 
 def test_methods_and_datasets_without_results_are_shown_as_not_run(tmp_path):
     _write(tmp_path / "results")
     _, page = _page(tmp_path)
-    assert _line(page, "proxy-anchor") == (
-        "| proxy-anchor | baseline | — | not run | — | — | — | — | — | — | — | not run | — |"
-    )
-    # cgml did not run; its paper printed no CUB pair (the note below the table says why)
-    assert _line(page, "cgml").endswith("| — | not run | none printed (see below) |")
-    assert "- cgml: The fair recipe runs CGML(MS)" in page
+    assert _line(page, "| proxy-anchor | baseline |") == "| proxy-anchor | baseline | — | not run | — | — | — | — | — |"
+    assert _line(page, "| cgml | paper |") == "| cgml | paper | — | not run | — | — | — | — | — |"
+    assert "- cgml: The fair recipe runs CGML(MS)" in page  # its paper printed no CUB pair: the note says why
     assert "## Cars196\n\nNot run: no results of any method on Cars196." in page
     assert "## SOP\n\nNot run: no results of any method on SOP." in page
 
@@ -163,31 +244,31 @@ def test_the_other_validation_rules_picks_are_shown_from_the_same_runs(tmp_path)
     write_fair_result(tmp_path / "results", fair_payload("npair", "cub200", 0, 40.0, validation_r1=20.3))
     _, page = _page(tmp_path)
     assert "Picked on validation MAP@R instead (`best_val_map_r`, MLRC's selection metric)" in page
-    assert "| npair | 40.0 | 99.0 | 99.0 | 1 of 1 |" in page
-    assert "| multi-similarity | 51.0 ± 1.0 | 51.0 ± 1.0 | 31.0 ± 1.0 | 0 of 3 |" in page
+    assert "| npair | 40.0 | 99.0 | 99.00 | 1 of 1 |" in page
+    assert "| multi-similarity | 51.0 ± 1.0 | 51.0 ± 1.0 | 31.00 ± 1.00 | 0 of 3 |" in page
 
 
 def test_the_validation_search_picks_each_methods_point_on_validation_never_on_test(tmp_path):
     root = tmp_path / "results"
     _write(root)
-    lower, higher = "fair.search-point=lower", "fair.search-point=higher"
-    for seed in range(3):  # anml's lower point: best validation, worst test; its higher point: best test only
-        write_fair_result(root, fair_payload("anml", "cub200", seed, 30.0, variant=lower, validation_r1=80.0))
-        write_fair_result(root, fair_payload("anml", "cub200", seed, 90.0, variant=higher, validation_r1=10.0))
-        write_fair_result(root, fair_payload("npair", "cub200", seed, 60.0 + seed, variant=lower))
+    low, high = "fair.search-point=loss-x0.5", "fair.search-point=lr-x2"
+    for seed in range(3):  # anml's loss-x0.5: best validation, worst test; its lr-x2: best test only
+        write_fair_result(root, fair_payload("anml", "cub200", seed, 30.0, variant=low, validation_r1=80.0))
+        write_fair_result(root, fair_payload("anml", "cub200", seed, 90.0, variant=high, validation_r1=10.0))
+        write_fair_result(root, fair_payload("npair", "cub200", seed, 60.0 + seed, variant=low, validation_r1=90.0))
     tables = build_fair_tables(root, Tier.FULL)
     (search,) = tables.searches
     chosen = {method.method: method.chosen for method in search.methods}
-    assert chosen == {**dict.fromkeys(["damlrrm", "gpw", "drml", "multi-similarity"], "paper"), "anml": "lower",
-                      "npair": "lower"}  # fmt: skip
-    assert search.section.best.method == "npair"  # the picked points are ranked again: npair's 61.0 leads
+    assert chosen == {**dict.fromkeys(["damlrrm", "gpw", "drml", "multi-similarity"], "paper"), "anml": "loss-x0.5",
+                      "npair": "loss-x0.5"}  # fmt: skip
+    assert search.section.reference.method == "npair"  # the picked points are ranked again, on validation
     assert search.section.line("anml").values("R@1") == [30.0, 30.0, 30.0]
     assert search.section.line("damlrrm").values("R@1") == DAMLRRM  # not searched: its paper's point
+    assert search.section.hypotheses == [] and all(c.verdict.family_size == 1 for c in search.section.exploratory)
     page = _page(tmp_path)[1]
-    assert "### Validation search on CUB-200-2011 (reading `fair.search-point`)" in page
-    assert "| anml | paper 51.2 (3) · lower 80.0 (3) · higher 10.0 (3) | lower |" in page
-    # the search's verdicts are in the page's Holm family: five in the table, five among the picked points
-    assert len(tables.all_differences()) == 5 + 5
+    assert "### Validation search on CUB-200-2011 (reading `fair.search-point`, exploratory)" in page
+    assert "| anml | paper 51.2 (3) · loss-x0.5 80.0 (3) · lr-x2 10.0 (3) | loss-x0.5 |" in page
+    assert "(paper, loss-x0.5, loss-x2, lr-x0.5, lr-x2: reproduce/fair/study.yaml)" in page
 
 
 def test_runs_of_other_readings_are_named_and_left_out(tmp_path):
@@ -197,20 +278,27 @@ def test_runs_of_other_readings_are_named_and_left_out(tmp_path):
                                                          rule="best_r1"))  # fmt: skip
     _, page = _page(tmp_path)
     assert "Not in these tables: the results files of runs under other readings: `precision=bf16` (1), " in page
-    assert "| npair | baseline | PK 30×4 | 0, 1, 2 | 41.0 ± 1.0 |" in page
+    assert "| npair | baseline | PK 30×4 | 0, 1, 2 | 200, 200, 200 | 41.0 ± 1.0 |" in page
 
 
 def test_the_csv_holds_the_same_numbers_at_full_precision(tmp_path):
     _write(tmp_path / "results")
     frame = pd.read_csv(_page(tmp_path)[0][1])
-    damlrrm = frame[(frame["dataset"] == "cub200") & (frame["method"] == "damlrrm")].iloc[0]
-    assert (damlrrm["R@1 mean"], damlrrm["R@1 std"], damlrrm["n_seeds"], damlrrm["verdict"]) == (62.0, 2.0, 3, BEATS)
-    assert damlrrm["difference"] == 11.0 and damlrrm["reference"] == "multi-similarity"
-    assert (damlrrm["interval"], damlrrm["p_holm"]) == (WELCH, pytest.approx(2 * 0.00365996, abs=1e-7))
-    assert damlrrm["claimed_over"] == "npair" and math.isclose(damlrrm["claimed_gain"], 3.2)
-    gpw = frame[(frame["dataset"] == "cub200") & (frame["method"] == "gpw")].iloc[0]
-    assert (gpw["interval"], gpw["verdict"]) == (PAIRED, LOSES)
-    assert frame[frame["method"] == "npair"].iloc[0]["interval"] == "none (no spread)"
+    lines = frame[frame["kind"].isin(["paper", "baseline", "control"])]
+    damlrrm = lines[(lines["dataset"] == "cub200") & (lines["method"] == "damlrrm")].iloc[0]
+    assert (damlrrm["R@1 mean"], damlrrm["R@1 std"], damlrrm["n_seeds"]) == (62.0, 2.0, 3)
+    assert damlrrm["reference"] == "multi-similarity" and damlrrm["picked_steps"] == "200,200,200"
+    hypotheses = frame[frame["kind"] == "hypothesis"]
+    row = hypotheses[(hypotheses["method"] == "damlrrm") & (hypotheses["metric"] == "R@1")].iloc[0]
+    assert (row["difference"], row["interval"], row["verdict"]) == (11.0, WELCH, INCONCLUSIVE)
+    assert (row["p_holm"], row["family_size"]) == (pytest.approx(18 * 0.00365996, rel=1e-4), 20)
+    gpw = hypotheses[(hypotheses["method"] == "gpw") & (hypotheses["metric"] == "MAP@R")].iloc[0]
+    assert (gpw["interval"], gpw["verdict"]) == (PAIRED, WORSE)
+    npair = frame[(frame["kind"] == "exploratory") & (frame["method"] == "npair")].iloc[0]
+    assert npair["interval"] == "none (no spread)" and npair["verdict"] == NOT_ESTIMABLE
+    printed = frame[frame["kind"] == "printed gain"]
+    damlrrm_npair = printed[printed["method"] == "damlrrm"].iloc[0]
+    assert damlrrm_npair["reference"] == "npair" and math.isclose(damlrrm_npair["printed_gain"], 3.2)
     assert list(frame[frame["dataset"] == "sop"]["verdict"].unique()) == ["not run"]
 
 
@@ -255,9 +343,10 @@ def test_the_mini_tier_writes_its_own_page_with_its_banner(tmp_path):
             write_fair_result(tmp_path / "results", {**payload, "dataset": "embedded_mini"})
     written, page = _page(tmp_path, Tier.MINI)
     assert written[0] == tmp_path / "tables" / "mini" / "fair.md"
-    assert "> **Mini tier: the whole protocol on the `embedded_mini` glyphs, NOT the study's numbers.**" in page
+    assert "> **Mini tier: the whole protocol on the `embedded_mini` glyphs, a check of the machinery" in page
     assert "## CUB-200-2011 recipes (trained and tested on embedded_mini)" in page
-    assert "| +1.2 [+0.4, +1.9] | paired (same batches) |" in page
+    # no untrained evaluation to measure the reference's gain from: no comparison
+    assert "no gain can be measured (a run made no untrained evaluation)" in page
     assert not (tmp_path / "tables" / "fair.md").exists()
 
 
@@ -267,9 +356,10 @@ def test_no_results_at_all_gives_a_page_of_not_run_and_no_figure(tmp_path):
     assert page.count("Not run: no results of any method") == 3
 
 
-def test_the_verdicts_follow_the_sign_of_a_firm_difference():
-    from dml_core.tables.fair.verdicts import welch_difference
-
-    ours, reference = [60.0, 62.0, 64.0, 61.0], [50.0, 51.0, 52.0]
-    assert [welch_difference(ours, reference).verdict, welch_difference(reference, ours).verdict] == [BEATS, LOSES]
-    assert welch_difference([51.0, 52.0, 53.0], [50.0, 51.0, 52.0]).verdict == TIES  # df 4: [-1.3, +3.3]
+def test_a_verdict_with_a_bigger_difference_is_better(tmp_path):
+    # damlrrm far ahead at five seeds, Welch: firm after Holm over the 20
+    write_runs(tmp_path / "results", {"multi-similarity": [50.0, 51.0, 52.0, 50.5, 51.5]})
+    for seed, r1 in enumerate([70.0, 71.0, 72.0, 70.5, 71.5]):
+        write_fair_result(tmp_path / "results", fair_payload("damlrrm", "cub200", seed, r1, sampler=TWO_STREAMS))
+    section = build_fair_tables(tmp_path / "results", Tier.FULL).sections[0]
+    assert _hypothesis(section, "damlrrm").verdict.word == BETTER

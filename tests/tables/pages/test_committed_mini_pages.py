@@ -3,13 +3,12 @@
 
 import pytest
 
-from dml_core.output_paths import RECIPES_DIR, REPOSITORY_ROOT, tables_markdown
+from dml_core.output_paths import REPOSITORY_ROOT, tables_markdown
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.preflight import results_of_other_recipes
-from dml_core.tables.fair.build import write_fair_tables
-from dml_core.tables.pages.mini import build_mini_page
+from dml_core.tables.builder.pages import build_pages
+from dml_core.tables.gate.tolerances import load_tolerances
 from dml_core.tier import Tier
-from dml_core.vocabulary import FAIR_KEY
 
 PAGES = sorted(path.stem for path in (REPOSITORY_ROOT / "tables" / "mini").glob("*.md"))
 
@@ -27,11 +26,9 @@ def test_every_committed_mini_page_comes_with_its_results():
 @pytest.mark.parametrize("key", [key for key in PAGES if _has_results(key)])
 def test_a_committed_mini_page_is_what_its_committed_results_build(key, tmp_path):
     results = REPOSITORY_ROOT / "results"
-    if key == FAIR_KEY:  # the fair study's page has its own builder (dml tables fair --mini)
-        write_fair_tables(results, tmp_path, Tier.MINI)
-        rebuilt = tables_markdown(tmp_path, key, Tier.MINI)
-    else:
-        rebuilt = build_mini_page(key, results, tmp_path, RECIPES_DIR).markdown_path
+    build_pages([key], Tier.MINI, results_root=results, tables_root=tmp_path, tolerances=load_tolerances(None),
+                log=lambda line: None)  # fmt: skip
+    rebuilt = tables_markdown(tmp_path, key, Tier.MINI)
     committed = REPOSITORY_ROOT / "tables" / "mini" / f"{key}.md"
     assert rebuilt.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
 

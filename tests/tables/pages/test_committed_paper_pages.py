@@ -4,12 +4,10 @@ land with the page left stale."""
 
 import pytest
 
-from dml_core.output_paths import RECIPES_DIR, REPOSITORY_ROOT, data_root
-from dml_core.tables.fair.build import write_fair_tables
+from dml_core.output_paths import REPOSITORY_ROOT, data_root
+from dml_core.tables.builder.pages import build_pages
 from dml_core.tables.gate.tolerances import load_tolerances
 from dml_core.tables.pages import build
-from dml_core.tables.pages.build import build_paper_tables
-from dml_core.tables.pages.index import write_index
 from dml_core.tier import Tier
 from dml_core.vocabulary import FAIR_KEY, PAPER_KEYS
 
@@ -18,19 +16,16 @@ PAGES = [*PAPER_KEYS, FAIR_KEY, "README"]
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory):
-    """Every page built from the committed results into a fresh tables folder. The pages' links are relative to
-    where they live: built at tmp/tables/ with tmp as the root they read as from the repository's tables/ (nothing
-    is read through the root)."""
+    """Every page built from the committed results into a fresh tables folder, by the builder every command
+    calls. The pages' links are relative to where they live: built at tmp/tables/ with tmp as the root they read
+    as from the repository's tables/ (nothing is read through the root)."""
     root = tmp_path_factory.mktemp("repository")
-    tables, results, tolerances = root / "tables", REPOSITORY_ROOT / "results", load_tolerances(None)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(build, "REPOSITORY_ROOT", root)
-        for key in PAPER_KEYS:
-            build_paper_tables(key, results_root=results, tables_root=tables, recipes_dir=RECIPES_DIR,
-                               tolerances=tolerances, tier=Tier.FULL, data_root=data_root(None))  # fmt: skip
-    write_fair_tables(results, tables, Tier.FULL)
-    write_index(tables, tolerances, Tier.FULL)
-    return tables
+        build_pages([*PAPER_KEYS, FAIR_KEY], Tier.FULL, results_root=REPOSITORY_ROOT / "results",
+                    tables_root=root / "tables", tolerances=load_tolerances(None), data_root=data_root(None),
+                    log=lambda line: None)  # fmt: skip
+    return root / "tables"
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -53,14 +53,16 @@ def test_the_index_lists_the_fair_study_with_its_verdicts_per_data_set(tmp_path)
     tables = tmp_path / "tables"
     tables.mkdir()
     (tables / "fair.csv").write_text(
-        "dataset,method,kind,verdict\n"
-        "cub200,damlrrm,paper,beats\ncub200,anml,paper,ties\ncub200,contrastive,baseline,ties\n"
-        "cub200,triplet-semihard,baseline,reference\ncars196,damlrrm,paper,not run\n"
-        # a control and its same-batch comparison are no methods judged against the best baseline
-        "cub200,multi-similarity-paired,control,control (below)\ncub200,cgml,same-batch comparison,loses\n"
+        "dataset,method,kind,metric,verdict\n"
+        "cub200,damlrrm,paper,,\ncub200,anml,paper,,\ncub200,contrastive,baseline,,\n"
+        "cub200,triplet-semihard,baseline,,\ncars196,damlrrm,paper,,not run\n"
+        # the verdicts counted are those of the declared hypotheses; exploratory ones and controls are not
+        "cub200,damlrrm,hypothesis,R@1,better\ncub200,damlrrm,hypothesis,MAP@R,inconclusive\n"
+        "cub200,anml,hypothesis,R@1,inconclusive\ncub200,contrastive,exploratory,R@1,worse\n"
+        "cub200,multi-similarity-paired,control,,\ncub200,cgml,same-batch comparison,R@1,worse\n"
     )
     text = write_index(tables, TOLERANCES, tier=Tier.FULL).read_text()
     assert "No paper has been built yet." not in text
     assert "## [fair](fair.md): the five papers' methods and the classic baselines under one protocol" in text
-    assert "| cub200     | 4 of 4        | 2 ties · 1 beats · 1 reference |" in text
+    assert "| cub200     | 4 of 4        | 2 inconclusive · 1 better |" in text
     assert "| cars196    | 0 of 1        | not run" in text
