@@ -9,7 +9,9 @@ or anchors, no host syncs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, ClassVar, Literal, Protocol
 
 import torch
@@ -254,17 +256,38 @@ def zero_loss(embeddings: Tensor) -> Tensor:
     return embeddings.sum() * 0.0
 
 
-def make_proxies(num_classes: int, embedding_dim: int, owner: str) -> torch.nn.Parameter:
-    """One learnable proxy per class, (num_classes, embedding_dim), Kaiming-normal initialised.
+# How a proxy set may start: a torch initialiser applied to the (num_classes, embedding_dim) tensor. For that shape
+# torch's fan-in is embedding_dim and its fan-out num_classes, so the rules differ in scale, not only in direction.
+PROXY_INITS: dict[str, Callable[[Tensor], Tensor]] = {
+    # std sqrt(2 / num_classes): the ProxyAnchor authors' code and pytorch-metric-learning's ProxyAnchorLoss
+    "kaiming_normal_fan_out": partial(torch.nn.init.kaiming_normal_, mode="fan_out"),
+    # std 1 / sqrt(3 embedding_dim) (leaky-ReLU gain with a = sqrt(5), fan-in): DRML's released branch proxies
+    "kaiming_normal_a_sqrt5": partial(torch.nn.init.kaiming_normal_, a=math.sqrt(5)),
+    # uniform on +-1 / sqrt(embedding_dim), the same std (nn.Linear's weight rule): DRML's released z proxies
+    "kaiming_uniform_a_sqrt5": partial(torch.nn.init.kaiming_uniform_, a=math.sqrt(5)),
+}
+ProxyInit = Literal["kaiming_normal_fan_out", "kaiming_normal_a_sqrt5", "kaiming_uniform_a_sqrt5"]
 
-    Kaiming normal with mode "fan_out" is the initialisation of the ProxyAnchor authors' code and of
-    pytorch-metric-learning's proxy losses; it draws from the global torch RNG (seed it for determinism).
+
+def make_proxies(
+    num_classes: int, embedding_dim: int, owner: str, init: ProxyInit = "kaiming_normal_fan_out"
+) -> torch.nn.Parameter:
+    """One learnable proxy per class, (num_classes, embedding_dim), started by the rule ``init`` (``PROXY_INITS``).
+
+    Every rule draws from the global torch RNG (seed it for determinism). The losses compare normalised proxies,
+    yet the rule's scale matters: an Adam step has about the same size whatever a proxy's norm, so the angle it
+    turns per step goes as 1 / norm.
+
+    >>> _ = torch.manual_seed(0)
+    >>> round(make_proxies(100, 128, "doc", "kaiming_normal_a_sqrt5").norm(dim=1).mean().item(), 1)
+    0.6
     """
     if num_classes < 1 or embedding_dim < 1:
         raise InputError(
             f"{owner}: num_classes and embedding_dim must be positive integers; got "
             f"num_classes={num_classes}, embedding_dim={embedding_dim}"
         )
+    check_choice(init, tuple(PROXY_INITS), owner, "proxy_init")
     proxies = torch.empty(num_classes, embedding_dim)
-    torch.nn.init.kaiming_normal_(proxies, mode="fan_out")
+    PROXY_INITS[init](proxies)
     return torch.nn.Parameter(proxies)

@@ -29,6 +29,23 @@ class RelationalBatch(Protocol):
     reconstruction_error: Tensor  # ||p_k(g_k(y)) - y||_2, (N, K)
 
 
+def overridden(
+    base_params: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None, field: str
+) -> Mapping[str, Any] | None:
+    """``base_params`` with ``overrides`` laid over it (the parameters of one kind of DRML's base losses).
+
+    >>> overridden({"alpha": 32.0}, {"proxy_init": "kaiming_uniform_a_sqrt5"}, "embedding_base_params")
+    {'alpha': 32.0, 'proxy_init': 'kaiming_uniform_a_sqrt5'}
+    """
+    if overrides is None:
+        return base_params
+    if not isinstance(overrides, Mapping):
+        raise InputError(f"loss 'drml': {field} must be a mapping of the base loss's parameters; got {overrides!r}")
+    if base_params is not None and not isinstance(base_params, Mapping):
+        return base_params  # the builder names what is wrong with it
+    return {**(base_params or {}), **overrides}
+
+
 def drml_widths(num_features: int, feature_dim: int | None, embedding_dim: int | None) -> tuple[int | None, int | None]:
     """(feature_dim, embedding_dim): the width of J_m's inputs g_k and of J_emb's z = [g_1 ... g_K], each derived
     from the other when unset (z is K times as wide as a g_k).
@@ -57,7 +74,8 @@ class DRMLLoss(CompositeLoss):
     - J_ensem = sum_k J_ind^k (Sec. 3.3), J_ind^k = J_m on the individual feature g_k of the samples routed to
       branch k only (Eq. 4). J_m is the base loss ``base`` with its own reduction over that subset (the paper
       writes a sum over tuples; every J_m here averages). A branch that receives no sample, or no usable tuple,
-      contributes 0. Its gradient reaches g_k and the trunk.
+      contributes 0 (``empty_branch`` says whether its J_m's parameters still take a step). Its gradient reaches
+      g_k and the trunk.
     - J_recon = mean over the batch of (1/K) sum_k of the head's reconstruction error: ||p_k(g_k(y)) - y||_2
       (Eq. 2, the L2 norm, not squared) by default; the released code's mean squared error on chunks of y is the
       head's ``reconstruction_measure="mse"`` with ``node_input="chunks"``. The head makes it train the decoders
@@ -84,6 +102,14 @@ class DRMLLoss(CompositeLoss):
       share of the batch, n_k / N, so every sample weighs the same whichever branch takes it, as Eq. 4's sum over
       samples does (papers/drml/method.md, section 5: at the mini tier the split batches' gradient spikes stall
       the trunk under "mean").
+    - ``empty_branch``: "no_term" leaves a branch that receives no sample out of the loss, as Eq. 4's empty sum:
+      its J_m's parameters (ProxyAnchor's proxies) get no gradient, and torch's optimisers skip a parameter
+      without one (no decay, no momentum). "zero_gradient" gives them an exact zero gradient, as the released code
+      does (its branch loss runs on the empty batch and stays connected to the proxies), so the optimiser's weight
+      decay and momentum still move them. g_k gets a zero gradient under both (the zero term reads it).
+    - ``branch_base_params`` and ``embedding_base_params`` (of ``from_recipe``): parameters of the branches' J_m
+      and of J_emb that override ``base_params`` (the released code starts the two kinds of proxies by different
+      rules: ``proxy_init``).
     - ``num_features`` (K) and ``feature_dim`` must match the head's ``num_features`` and ``dim`` (``feature_dim``
       None: not checked); ``from_recipe`` derives ``feature_dim`` from ``embedding_dim`` (``drml_widths``).
     ``num_classes`` and ``embedding_dim`` are filled in by the trainer. ``last_terms``: "ensem", "recon", "emb"
@@ -103,6 +129,7 @@ class DRMLLoss(CompositeLoss):
         weight_ensem: float = 1.0,
         normalize_individual: bool = True,
         branch_weighting: Literal["mean", "share"] = "mean",
+        empty_branch: Literal["no_term", "zero_gradient"] = "no_term",
     ) -> None:
         super().__init__()
         if num_features < 1 or len(branch_losses) not in (1, num_features):
@@ -116,6 +143,9 @@ class DRMLLoss(CompositeLoss):
         if branch_weighting not in ("mean", "share"):
             raise InputError(f"loss 'drml': branch_weighting: expected 'mean' or 'share'; got {branch_weighting!r}")
         self.branch_weighting = branch_weighting
+        if empty_branch not in ("no_term", "zero_gradient"):
+            raise InputError(f"loss 'drml': empty_branch: expected 'no_term' or 'zero_gradient'; got {empty_branch!r}")
+        self.empty_branch = empty_branch
         self.branch_losses = nn.ModuleList(branch_losses)
         self.embedding_loss = embedding_loss
 
@@ -130,19 +160,33 @@ class DRMLLoss(CompositeLoss):
         num_features: int = 4,
         feature_dim: int | None = None,
         shared_branch_loss: bool = False,
+        branch_base_params: Mapping[str, Any] | None = None,
+        embedding_base_params: Mapping[str, Any] | None = None,
         **objective: Any,
     ) -> DRMLLoss:
         """DRML as a recipe writes it: the base loss by name (``base``, ``base_params``), built K times (once with
-        ``shared_branch_loss``) at ``feature_dim`` for the branches and once at ``embedding_dim`` for J_emb."""
+        ``shared_branch_loss``) at ``feature_dim`` for the branches and once at ``embedding_dim`` for J_emb, each
+        kind with its overrides of ``base_params`` (``branch_base_params``, ``embedding_base_params``)."""
         feature_dim, embedding_dim = drml_widths(num_features, feature_dim, embedding_dim)
         count = 1 if shared_branch_loss else num_features
-        branch_losses = [build_base(base, base_params, num_classes, feature_dim) for _ in range(count)]
-        embedding_loss = build_base(base, base_params, num_classes, embedding_dim)
+        branch_params = overridden(base_params, branch_base_params, "branch_base_params")
+        embedding_params = overridden(base_params, embedding_base_params, "embedding_base_params")
+        branch_losses = [build_base(base, branch_params, num_classes, feature_dim) for _ in range(count)]
+        embedding_loss = build_base(base, embedding_params, num_classes, embedding_dim)
         return cls(branch_losses, embedding_loss, num_features, feature_dim, **objective)
 
     def branch_loss(self, k: int) -> nn.Module:
         """The J_m instance of branch ``k``."""
         return self.branch_losses[k % len(self.branch_losses)]
+
+    def empty_branch_term(self, k: int, individual: Tensor) -> Tensor:
+        """J_ind^k of a branch that receives no sample: 0, connected to g_k and, under ``empty_branch:
+        zero_gradient``, to the branch's J_m parameters."""
+        term = zero_loss(individual)
+        if self.empty_branch == "zero_gradient":
+            for parameter in self.branch_loss(k).parameters():
+                term = term + zero_loss(parameter)
+        return term
 
     def check_inputs(self, output: RelationalBatch, labels: Tensor) -> None:
         if not isinstance(output, RelationalBatch):
@@ -177,7 +221,7 @@ class DRMLLoss(CompositeLoss):
             # empty-branch test then reads a shape already on the host (base losses need not accept an empty batch).
             rows = torch.nonzero(routing == k).squeeze(1)
             if len(rows) == 0:
-                branch_terms.append(zero_loss(individual))
+                branch_terms.append(self.empty_branch_term(k, individual))
                 continue
             term = self.branch_loss(k)(individual[rows, k], labels[rows])
             branch_terms.append(term * (len(rows) / len(labels)) if self.branch_weighting == "share" else term)

@@ -117,9 +117,9 @@ def distance_weighted_probabilities(
     On the unit sphere in R^n, pairwise distances follow q(d) ∝ d^(n-2) (1 - d^2/4)^((n-3)/2); a negative
     at distance d is drawn with probability ∝ 1/q(d), with d clamped below at ``cutoff`` (variance) and
     weight 0 beyond ``nonzero_loss_cutoff`` (such negatives give no loss). Rows sum to 1 over negatives;
-    an anchor whose negatives all lie beyond the cutoff falls back to uniform over its negatives (as the
-    authors' code does); an anchor without negatives gets a zero row. ``distances`` must be Euclidean
-    distances between L2-normalised embeddings.
+    an anchor whose negatives all lie beyond the cutoff falls back to uniform over its negatives (the authors'
+    code draws uniformly from the whole batch then, the anchor's own class and itself included); an anchor
+    without negatives gets a zero row. ``distances`` must be Euclidean distances between L2-normalised embeddings.
     """
     d = distances.detach().clamp(min=cutoff, max=2.0)
     n = float(embedding_dim)

@@ -74,8 +74,9 @@ class NPairLoss(MetricLoss):
     Sohn's. Embeddings are not normalised (Sohn regularises their norm instead).
 
     Regulariser: Sohn's weight 0.002 (also TensorFlow's ``npairs_loss`` default). TensorFlow computes
-    0.25 * w * (mean ||a||^2 + mean ||p||^2), i.e. half of this term for the same w. pytorch-metric-learning
-    has no regulariser built in, so parity with it holds only for ``l2_weight=0``.
+    0.25 * w * (mean ||a||^2 + mean ||p||^2), i.e. half of this term for the same w. pytorch-metric-learning's
+    ``NPairsLoss`` adds none unless it is given an ``embedding_regularizer``, so parity with it holds for
+    ``l2_weight=0``.
     ``last_terms``: "npair", "l2".
     """
 

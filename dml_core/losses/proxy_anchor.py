@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from dml_core.losses.base import MetricLoss, make_proxies, masked_logsumexp, pairwise_matrix
+from dml_core.losses.base import MetricLoss, ProxyInit, make_proxies, masked_logsumexp, pairwise_matrix
 
 
 class ProxyAnchorLoss(MetricLoss):
@@ -16,15 +16,23 @@ class ProxyAnchorLoss(MetricLoss):
 
     P+ = proxies with a positive in the batch, P = all proxies. Defaults alpha=32, delta=0.1 (the paper's;
     drml's official code uses 64 / 0.2 for DRML-PA). Same definition as pytorch-metric-learning.
-    Proxies are ``self.proxies`` (Kaiming-normal); the paper trains them with a 100x learning rate: use a
-    parameter group ``{"params": loss.parameters(), "lr": proxy_lr}``. ``last_terms``: "pos", "neg".
+    Proxies are ``self.proxies``, started by ``proxy_init`` (``base.PROXY_INITS``; by default Kaiming-normal in
+    fan-out mode, the ProxyAnchor authors' rule); the paper trains them with a 100x learning rate: use a parameter
+    group ``{"params": loss.parameters(), "lr": proxy_lr}``. ``last_terms``: "pos", "neg".
     """
 
     name = "proxy_anchor"
 
-    def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_dim: int,
+        alpha: float = 32.0,
+        delta: float = 0.1,
+        proxy_init: ProxyInit = "kaiming_normal_fan_out",
+    ) -> None:
         super().__init__()
-        self.proxies = make_proxies(num_classes, embedding_dim, self.name)
+        self.proxies = make_proxies(num_classes, embedding_dim, self.name, proxy_init)
         self.alpha, self.delta = alpha, delta
 
     def compute_loss(self, embeddings: Tensor, labels: Tensor) -> Tensor:

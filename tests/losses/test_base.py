@@ -1,8 +1,10 @@
+import math
+
 import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.losses.base import masked_logsumexp, masked_softmax, pairwise_matrix
+from dml_core.losses.base import make_proxies, masked_logsumexp, masked_softmax, pairwise_matrix
 
 
 @pytest.mark.parametrize("add_one", [True, False])
@@ -35,3 +37,23 @@ def test_euclidean_gradient_is_finite_at_zero_distance():
 def test_unknown_distance():
     with pytest.raises(InputError, match="distance must be one of euclidean, squared_euclidean, cosine, dot"):
         pairwise_matrix(torch.zeros(2, 2), torch.zeros(2, 2), "l1")
+
+
+@pytest.mark.parametrize(
+    ("rule", "call"),
+    [
+        ("kaiming_normal_fan_out", lambda t: torch.nn.init.kaiming_normal_(t, mode="fan_out")),
+        ("kaiming_normal_a_sqrt5", lambda t: torch.nn.init.kaiming_normal_(t, a=math.sqrt(5))),
+        ("kaiming_uniform_a_sqrt5", lambda t: torch.nn.init.kaiming_uniform_(t, a=math.sqrt(5))),
+    ],
+)
+def test_proxies_start_as_their_rules_torch_call(rule, call):
+    torch.manual_seed(0)
+    expected = call(torch.empty(7, 5))
+    torch.manual_seed(0)
+    assert torch.equal(make_proxies(7, 5, "owner", rule).detach(), expected)
+
+
+def test_unknown_proxy_rule_is_named():
+    with pytest.raises(InputError, match=r"owner: proxy_init must be one of kaiming_normal_fan_out.*got 'xavier'"):
+        make_proxies(3, 4, "owner", "xavier")

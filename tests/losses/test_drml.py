@@ -254,6 +254,37 @@ def test_branch_without_samples_leaves_its_encoder_untouched():
     assert head.individual[0].weight.grad.abs().sum() + head.individual[1].weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize(("empty_branch", "gradient"), [("no_term", None), ("zero_gradient", 0.0)])
+def test_an_empty_branchs_proxies_get_no_gradient_or_a_zero_one(empty_branch, gradient):
+    # "no_term": Eq. 4's empty sum, the proxies out of the graph (the optimiser skips them); "zero_gradient": the
+    # released code's branch loss on an empty batch, an exact zero gradient (the optimiser's decay still applies).
+    head, _ = _head_and_loss(detach=True)
+    loss = drml_from_recipe("proxy_anchor", num_classes=4, embedding_dim=12, num_features=3, empty_branch=empty_branch)
+    output = head(torch.randn(8, 10))
+    errors = output.reconstruction_error.detach().clone()
+    errors[:, 2] = errors.max() + 1.0  # nobody is routed to branch 2
+    value = loss(RelationalOutput(output.embedding, output.individual, errors), torch.arange(4).repeat_interleave(2))
+    value.backward()
+    idle = loss.branch_loss(2).proxies.grad
+    assert idle is None if gradient is None else torch.equal(idle, torch.zeros_like(idle))
+    assert loss.branch_loss(0).proxies.grad.abs().sum() > 0
+    assert head.individual[2].weight.grad.abs().sum() == 0  # g_k: a zero gradient under both
+
+
+def test_branch_and_embedding_losses_take_their_own_overrides():
+    loss = drml_from_recipe(
+        "proxy_anchor",
+        {"alpha": 64.0},
+        num_classes=3,
+        embedding_dim=8,
+        branch_base_params={"delta": 0.2},
+        embedding_base_params={"proxy_init": "kaiming_uniform_a_sqrt5"},
+    )
+    assert (loss.branch_loss(0).alpha, loss.branch_loss(0).delta) == (64.0, 0.2)
+    assert (loss.embedding_loss.alpha, loss.embedding_loss.delta) == (64.0, 0.1)
+    assert loss.embedding_loss.proxies.abs().max() <= 1 / math.sqrt(8)  # the uniform rule's bound
+
+
 def test_margin_sampling_is_seeded():
     torch.manual_seed(5)
     output = RelationalOutput(
@@ -281,6 +312,10 @@ def test_bad_inputs_are_named():
         drml_from_recipe("proxy_anchor", num_classes=3, embedding_dim=10)
     with pytest.raises(InputError, match="branch_weighting: expected 'mean' or 'share'; got 'sum'"):
         drml_from_recipe("triplet", num_features=2, branch_weighting="sum")
+    with pytest.raises(InputError, match="empty_branch: expected 'no_term' or 'zero_gradient'; got 'skip'"):
+        drml_from_recipe("triplet", num_features=2, empty_branch="skip")
+    with pytest.raises(InputError, match="branch_base_params must be a mapping"):
+        drml_from_recipe("triplet", num_features=2, branch_base_params=["margin", 0.1])
 
 
 def test_registered_and_built_with_trainer_filled_parameters():

@@ -228,6 +228,8 @@ def test_mini_epochs_alone_shrinks_drml_under_the_official_code_reading():
     from dml_core.recipes.tiers import mini_version
 
     recipe = find_run("drml-pa-cub200").recipe({"drml.source": "official-code"})
-    assert recipe.mini.iterations == 600  # drml/base.yaml counts the mini run in iterations; its warm-up counts epochs
+    # the reading counts its mini run in epochs, as its warm-up (drml/base.yaml counts the others in iterations)
+    assert (recipe.mini.epochs, recipe.mini.iterations) == (13, None)
+    assert mini_version(recipe).model.freeze_backbone_epochs == 1
     mini = mini_version(with_overrides(recipe, ["mini.epochs=100"]))
     assert (mini.training.epochs, mini.training.iterations, mini.model.freeze_backbone_epochs) == (100, None, 2)

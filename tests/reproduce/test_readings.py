@@ -1,14 +1,17 @@
 """The readings of issue 24, as the pinned recipes wire them: each value changes what a run does in the way its
 description in reproduce/<key>/assumptions.yaml says (built from the real recipes, not from hand-set parameters)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from dml_core.losses.cgml import rbf_adjacency
+from dml_core.models import RelationalOutput
 from dml_core.recipes import find_run, smoke_version
 from dml_core.training import builders
-from dml_core.training.optim import OPTIMIZERS
+from dml_core.training.optim import OPTIMIZERS, build_optimizer
 from dml_core.training.setup import build_run
 
 
@@ -120,6 +123,77 @@ def test_drml_official_code_follows_the_released_code_point_by_point():
     baseline = _recipe("drml/proxyanchor-cub200", **{"drml.source": "official-code"})
     assert (baseline.optimizer.lr, baseline.loss.lr_multiplier, baseline.loss.params["alpha"]) == (1e-4, 100.0, 32.0)
     assert pa.variant == baseline.variant == "drml.source=official-code"
+
+
+def _released_proxies(rule, classes, dim):
+    """A proxy set drawn by the released collectors' rule (zbr17/DRML's MultiProxyCollector: Kaiming normal,
+    ProxyCollector: Kaiming uniform, both with a = sqrt(5) and torch's default fan-in mode), called directly."""
+    init = torch.nn.init.kaiming_normal_ if rule == "normal" else torch.nn.init.kaiming_uniform_
+    return init(torch.empty(classes, dim), a=math.sqrt(5))
+
+
+def test_drml_official_code_starts_each_proxy_set_by_the_released_rule_and_scale():
+    """At 100 classes the released sets start at mean norm about 1 / sqrt(3) (0.57), whatever their width; the
+    default rule (Kaiming fan-out: std sqrt(2 / classes)) starts them at 1.6 (128-d) and 3.2 (512-d)."""
+    pa, baseline = (
+        _recipe(run, **{"drml.source": "official-code"}) for run in ("drml/drml-pa-cub200", "drml/proxyanchor-cub200")
+    )
+    torch.manual_seed(0)
+    loss = builders.build_loss_for(pa, num_classes=100, embedding_dim=512, group_sizes=(180,))
+    torch.manual_seed(0)
+    branches = [_released_proxies("normal", 100, 128) for _ in range(4)]
+    z = _released_proxies("uniform", 100, 512)
+    for k, expected in enumerate(branches):
+        assert torch.equal(loss.branch_loss(k).proxies.detach(), expected)
+    assert torch.equal(loss.embedding_loss.proxies.detach(), z)
+    for proxies in (*branches, z):
+        assert proxies.norm(dim=1).mean().item() == pytest.approx(1 / math.sqrt(3), abs=0.03)
+    torch.manual_seed(0)
+    alone = builders.build_loss_for(baseline, num_classes=100, embedding_dim=512, group_sizes=(180,))
+    torch.manual_seed(0)
+    assert torch.equal(alone.proxies.detach(), _released_proxies("uniform", 100, 512))
+    torch.manual_seed(0)
+    paper_text = builders.build_loss_for(_recipe("drml/drml-pa-cub200"), 100, 512, (80,))
+    assert paper_text.branch_loss(0).proxies.norm(dim=1).mean().item() == pytest.approx(1.6, abs=0.05)
+
+
+def _adamw_twin(parameter, optimizer):
+    """A copy of ``parameter`` under a fresh optimiser of the class and settings of ``parameter``'s group."""
+    group = next(g for g in optimizer.param_groups if any(p is parameter for p in g["params"]))
+    twin = torch.nn.Parameter(parameter.detach().clone())
+    settings = {key: value for key, value in group.items() if key not in ("params", "name")}
+    return twin, type(optimizer)([{"params": [twin], **settings}])
+
+
+def test_drml_official_code_steps_an_empty_branchs_proxies_as_a_zero_gradient_parameter():
+    """The released code runs each branch's ProxyAnchor loss on the branch's images even when there are none, so
+    an empty branch's proxies get a zero gradient and AdamW still applies its decay and momentum: here they move
+    exactly as a twin parameter of the same optimiser given a zero gradient. (Under paper-text they get no
+    gradient and do not move: ``empty_branch: no_term``.)"""
+    recipe = _recipe("drml/drml-pa-cub200", **{"drml.source": "official-code"})
+    torch.manual_seed(1)
+    loss = builders.build_loss_for(recipe, num_classes=5, embedding_dim=512, group_sizes=(20,))
+    model = torch.nn.Module()
+    model.backbone = torch.nn.Identity()
+    optimizer = build_optimizer(recipe.optimizer, model, loss, recipe.loss.lr_multiplier)
+    idle = loss.branch_loss(3).proxies
+    twin, twin_optimizer = _adamw_twin(idle, optimizer)
+    labels = torch.arange(5).repeat_interleave(4)
+    for step, branches in enumerate((4, 3, 3)):  # every branch takes images, then branch 3 none, twice
+        individual = torch.randn(20, 4, 128)
+        errors = torch.rand(20, 4)
+        errors[torch.arange(20), torch.arange(20) % branches] = -1.0  # image i to branch i mod branches
+        output = RelationalOutput(torch.nn.functional.normalize(torch.randn(20, 512), dim=1), individual, errors)
+        optimizer.zero_grad(set_to_none=True)
+        loss(output, labels).backward()
+        if step == 0:
+            assert idle.grad.abs().sum() > 0
+        twin.grad = idle.grad.clone() if step == 0 else torch.zeros_like(twin)
+        before = idle.detach().clone()
+        optimizer.step()
+        twin_optimizer.step()
+        assert torch.equal(idle.detach(), twin.detach())
+        assert not torch.equal(idle.detach(), before)  # decay and momentum moved it
 
 
 @pytest.mark.parametrize("run", ["cgml/cgml-triplet-cars196", "cgml/npair-cub200", "cgml/cgml-binomial-sop"])
