@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
@@ -85,7 +86,7 @@ def find_run(reference: str, recipes_dir: Path = RECIPES_DIR) -> RunDefinition:
     matches = [p.run(reference) for p in folders if reference in {r.id for r in p.runs}]
     if not matches:
         raise InputError(
-            f"{reference}: neither a recipe file nor the id of a run (`nox -s dml -- recipes list` lists the runs)"
+            f"{reference}: neither a recipe file nor the id of a run (`{DML} recipes list` lists the runs)"
         )
     if len(matches) > 1:
         names = ", ".join(f"{run.paper}/{run.id}" for run in matches)

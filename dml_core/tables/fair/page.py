@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.output_paths import recorded_path
 from dml_core.results import ResultsFile
 from dml_core.tables.fair.search import SearchSection
@@ -405,7 +406,7 @@ def fair_markdown(tables: FairTables, figure: Path | None) -> str:
     lines = [TITLE, ""]
     if tables.tier == Tier.MINI:
         lines += [MINI_BANNER, ""]
-    command = "nox -s dml -- tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
+    command = f"{DML} tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
     lines += [
         f"Tier: **{tables.tier.value}**. Built by `{command}` from {_files(tables.files)} in `{source}/`; every "
         f"run's checkpoint was selected by `{tables.rule}` ({RULE_METRIC[tables.rule]}).",

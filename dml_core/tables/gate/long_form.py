@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.tables.gate.join import COLUMNS
 
@@ -38,7 +39,7 @@ def read_long_form(path: str | Path) -> pd.DataFrame:
     """A long-form CSV written by :func:`write_long_form`, with its types back; errors name file and field."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: long-form table not found (run `nox -s dml -- tables` first)")
+        raise InputError(f"{path}: long-form table not found (run `{DML} tables` first)")
     try:
         frame = pd.read_csv(
             io.StringIO(path.read_text(encoding="utf-8")),
