@@ -146,15 +146,10 @@ def batches_label(sampler: Mapping[str, Any], record: Mapping[str, Any] | None =
     ...               {"settings": {"shuffled_pool_size": None}, "derived": {"pool_images": 150}})
     '6×5 + 30 shuffled (pool: 150 images, half)'
     """
-    params = sampler.get("params", {})
-    p, k = params.get("classes_per_batch"), params.get("images_per_class")
-    labels = {
-        "pk": f"PK {p}×{k}",
-        "paired": f"2 draws of {p}×{k}",
-        "two_stream": f"{p}×{k} + {p * k if p and k else '?'} shuffled",
-        "random": f"random {params.get('batch_size')}",
-    }
-    label = labels.get(str(sampler.get("name")), str(sampler.get("name")))
+    from dml_core.data.samplers import SAMPLERS  # here: the data package loads torch, most pages do not need it
+
+    name = str(sampler.get("name"))
+    label = SAMPLERS[name].batch_makeup(sampler.get("params", {})) if name in SAMPLERS else name
     images = (record or {}).get("derived", {}).get("pool_images")
     if images is not None:
         size = (record or {}).get("settings", {}).get("shuffled_pool_size")
