@@ -20,16 +20,6 @@ from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
 
-# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed); the training
-# benchmark times these, the GPU check's graphs part trains them.
-MAIN_RECIPES = {
-    "damlrrm": "ours-cub200",
-    "anml": "danml-cub200",
-    "gpw": "pair-e-cub200",
-    "drml": "drml-pa-cub200",
-    "cgml": "cgml-binomial-cub200",
-}
-
 
 @dataclass(frozen=True)
 class PaperRecipes:
