@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 
+from dml_core.command_line import DML
 from dml_core.error_boundary import describe_failure
 
 # Subcommands: their modules and summaries, in the order ``dml --help`` lists them.
@@ -54,7 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="dml",
         description="Deep metric learning reproduction suite: prepare, train, evaluate. An expected failure (bad "
         "input: exit 2; a failed run: exit 1; interrupted: exit 130) is one line naming the file, field or "
-        "iteration; `nox -s dml -- reproduce --skip-missing` exits 3 when it left runs out for want of their inputs.",
+        f"iteration; `{DML} reproduce --skip-missing` exits 3 when it left runs out for want of their inputs.",
     )
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of a failure too (also accepted after COMMAND)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError, NonFiniteError, OutputError
 
 BAD_INPUT, FAILED_RUN, NOT_ALL_RUN, INTERRUPTED = 2, 1, 3, 130
@@ -54,16 +55,16 @@ def _os_error_line(error: OSError) -> str:
 # What Ctrl-C leaves, by command: the training commands resume from their last checkpoint; the ones that download
 # keep their partial downloads; the others have nothing to resume.
 _TRAINING_INTERRUPTED = (
-    "interrupted; nothing after the last checkpoint is kept: `nox -s dml -- train ... --resume` (or "
-    "`nox -s dml -- reproduce` again) continues from it"
+    f"interrupted; nothing after the last checkpoint is kept: `{DML} train ... --resume` (or "
+    f"`{DML} reproduce` again) continues from it"
 )
 _INTERRUPTED = {
     "train": _TRAINING_INTERRUPTED,
     "reproduce": _TRAINING_INTERRUPTED,
     "nightly": _TRAINING_INTERRUPTED,
     "prepare": "interrupted; the dataset folder is as it was before this prepare, and its partial downloads are kept: "
-    "the same `nox -s dml -- prepare` again resumes them",
-    "weights": "interrupted; a partial download is kept: `nox -s dml -- weights --fetch` again resumes it",
+    f"the same `{DML} prepare` again resumes them",
+    "weights": f"interrupted; a partial download is kept: `{DML} weights --fetch` again resumes it",
 }
 
 

@@ -52,16 +52,10 @@ def suite_backbone(published: str) -> str:
     return published.replace("-", "_")
 
 
-# The fair comparison: one protocol for the five papers' methods and the classic baselines. Its runs are
-# ``<method>-<dataset>`` of ``reproduce/fair/``; its key is one of STUDY_KEYS (typed as one: a key outside them is a
+# The fair comparison: one protocol for the papers' methods and the classic baselines. Its runs are
+# ``<method>-<dataset>`` of ``reproduce/fair/``, its methods declared in ``reproduce/fair/study.yaml`` (a paper key
+# here joins the study only when listed there); its key is one of STUDY_KEYS (typed as one: a key outside them is a
 # type error), not a paper's (no published tables).
 FAIR_KEY: StudyKey = "fair"
-FairBaseline = Literal["contrastive", "triplet-semihard", "multi-similarity", "proxy-anchor", "npair"]
-FAIR_BASELINES: tuple[str, ...] = get_args(FairBaseline)
-# A control: a paper method's base loss on that method's own batches (reproduce/fair/controls.yaml), so that the two
-# differ by the method's term alone; it is no classic baseline (not in the best-baseline ranking).
-FairControl = Literal["multi-similarity-paired"]
-FAIR_CONTROLS: tuple[str, ...] = get_args(FairControl)
-FAIR_METHODS: tuple[str, ...] = PAPER_KEYS + FAIR_BASELINES + FAIR_CONTROLS
 FairDataset = Literal["cub200", "cars196", "sop"]
 FAIR_DATASETS: tuple[str, ...] = get_args(FairDataset)

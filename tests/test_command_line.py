@@ -25,6 +25,15 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
+def _message_strings(source: str):
+    """Every string literal of ``source`` but its docstrings (an f-string's literal parts included), with its line."""
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    for node in ast.walk(tree):
+        if id(node) not in docstrings and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
 def bare_hints_in_messages(source: str) -> list[int]:
     """The lines of ``source`` whose string literals (docstrings aside) name `dml SUBCOMMAND` as a command.
 
@@ -32,15 +41,17 @@ def bare_hints_in_messages(source: str) -> list[int]:
     >>> bare_hints_in_messages(source)
     [3]
     """
-    tree = ast.parse(source)
-    docstrings = _docstrings(tree)
-    lines = set()
-    for node in ast.walk(tree):
-        if id(node) in docstrings:
-            continue
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and BARE.search(node.value):
-            lines.add(node.lineno)
-    return sorted(lines)
+    return sorted({line for line, text in _message_strings(source) if BARE.search(text)})
+
+
+def spelled_out_forms(source: str) -> list[int]:
+    """The lines of ``source`` whose string literals (docstrings aside) spell the command form out instead of
+    taking ``DML``.
+
+    >>> spelled_out_forms('A = f"`{DML} train`"\\nB = "`nox -s dml -- train`"\\n')
+    [2]
+    """
+    return sorted({line for line, text in _message_strings(source) if "nox -s dml --" in text})
 
 
 def test_the_form_is_the_nox_session():
@@ -54,6 +65,18 @@ def test_no_message_of_the_package_names_the_bare_command():
         for line in bare_hints_in_messages(path.read_text(encoding="utf-8"))
     ]
     assert not found, f"say `{DML} ...` (dml_core.command_line.DML), not `dml ...`: {found}"
+
+
+def test_every_message_of_the_package_takes_the_form_from_its_one_constant():
+    """The form is written once, in ``dml_core.command_line``; a message that spelled it out would keep the old form
+    when the constant changes (docstrings, which no user reads as a message, may spell it out)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "dml_core").rglob("*.py"))
+        if path != ROOT / "dml_core" / "command_line.py"
+        for line in spelled_out_forms(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"take dml_core.command_line.DML, not the form spelled out: {found}"
 
 
 def test_no_document_names_the_bare_command():

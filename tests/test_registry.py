@@ -7,6 +7,7 @@ from typing import get_args
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from dml_core.data import SAMPLERS
 from dml_core.data.registry import DATASETS, get_spec
@@ -136,16 +137,31 @@ def test_the_lookup_and_the_recipe_with_its_transforms_load_without_torch(module
     [
         (get_args(ModelSettings.model_fields["backbone"].annotation), BACKBONES),
         (get_args(ModelSettings.model_fields["pooling"].annotation), POOLINGS),
-        (get_args(OptimizerSettings.model_fields["name"].annotation), OPTIMIZERS),
         (get_args(ScheduleSettings.model_fields["name"].annotation), SCHEDULES),
-        (get_args(get_args(EvaluationSettings.model_fields["metrics"].annotation)[0]), METRICS),
     ],
-    ids=["backbone", "pooling", "optimizer", "schedule", "metrics"],
+    ids=["backbone", "pooling", "schedule"],
 )
 def test_the_names_the_schema_refuses_itself_are_its_registrys(choices, registry):
     """Where the torch-free schema lists the names itself (a Literal: refused as the file is read), they are the
     registry's, so a part registered is a part a recipe may name."""
     assert set(choices) == set(registry)
+
+
+@pytest.mark.parametrize(
+    ("settings", "field", "registry"),
+    [(EvaluationSettings, "metrics", METRICS), (OptimizerSettings, "name", OPTIMIZERS)],
+    ids=["metrics", "optimizer"],
+)
+def test_a_recipe_may_name_every_registered_part_and_no_other(settings, field, registry):
+    """Metrics and optimisers are declared once (the evaluation registry; ``recipes.optimizers``) and the schema
+    takes their names from there: each registered name is read, any other refused as the file is read."""
+    given = {"lr": 0.1} if settings is OptimizerSettings else {}
+    for name in registry:
+        value = [name] if field == "metrics" else name
+        assert getattr(settings(**given, **{field: value}), field) == value
+    with pytest.raises(ValidationError) as refused:
+        settings(**given, **{field: ["mrr"] if field == "metrics" else "lamb"})
+    assert "Input should be " in str(refused.value) and all(f"'{name}'" in str(refused.value) for name in registry)
 
 
 def test_head_names_live_in_the_head_registry_alone():

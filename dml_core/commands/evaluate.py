@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_json
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.writable import require_writable_file
 
@@ -15,7 +16,7 @@ from dml_core.writable import require_writable_file
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        description="Load a checkpoint written by `nox -s dml -- train`, embed its recipe's test split and print every "
+        description=f"Load a checkpoint written by `{DML} train`, embed its recipe's test split and print every "
         "metric of the recipe's evaluation protocol as JSON.",
     )
     parser.add_argument("checkpoint", type=Path, help="checkpoint.pt from a run folder")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.commands.options import non_negative_int, positive_int
 from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
 from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
@@ -26,7 +27,7 @@ def add_parser(subparsers) -> None:
         "linear-table2",
         description="Random stratified 70/30 splits, z-score (+ PCA to 150), 5-fold CV over the paper's "
         "grids, kNN accuracy with K in 1..40; mean and std over the splits, in percent. Iris and Wine need "
-        "no data root; the other sets must first be prepared with `nox -s dml -- prepare uci:<name> --root DIR`.",
+        f"no data root; the other sets must first be prepared with `{DML} prepare uci:<name> --root DIR`.",
     )
     parser.add_argument("dataset", choices=list(UCI_DATASETS), help="a data set of Table 1")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -53,7 +54,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--root",
         type=Path,
-        help="the --root of `nox -s dml -- prepare uci:<name>` (default: $DML_DATA_ROOT, else ./data; not needed for "
+        help=f"the --root of `{DML} prepare uci:<name>` (default: $DML_DATA_ROOT, else ./data; not needed for "
         "Iris, Wine)",
     )
     parser.add_argument(
@@ -65,7 +66,7 @@ def add_parser(subparsers) -> None:
         type=Path,
         metavar="ROOT",
         help="also write a results file per Table 2 method into ROOT/anml/<row>-seed<seed>.json (the layout "
-        "`nox -s dml -- tables --paper anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
+        f"`{DML} tables --paper anml` reads; e.g. ./results or $DML_RESULTS_DIR); Euclidean has no Table 2 row",
     )
     parser.set_defaults(run=run)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import yaml
 
+from dml_core.command_line import DML
 from dml_core.commands.options import add_reading_option, add_tier_flags, chosen_tier
 from dml_core.output_paths import recorded_path
 from dml_core.recipes import (
@@ -38,7 +39,7 @@ def add_parser(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every run (id, targets, readings)")
     listing.add_argument("--paper", help="only this paper's runs (or a study's: fair)")
-    show = actions.add_parser("show", help="one run, fully expanded, as a recipe file `nox -s dml -- train FILE` takes")
+    show = actions.add_parser("show", help=f"one run, fully expanded, as a recipe file `{DML} train FILE` takes")
     show.add_argument("reference", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe file")
     add_reading_option(show, "show the run under another value of a reading it rests on (repeatable)")
     add_tier_flags(
@@ -99,9 +100,9 @@ def recipe_file_text(run: RunDefinition, choices: Mapping[str, str], tier: Tier 
         f"# run {run.paper}/{recipe.run_name}{'' if tier is Tier.FULL else f' ({tier} version)'}",
         f"# declared in {files}",
         f"# readings applied: {', '.join(applied) or 'none'}",
-        f"# (their settings are in the file; `nox -s dml -- recipes readings {run.paper}` explains them)",
+        f"# (their settings are in the file; `{DML} recipes readings {run.paper}` explains them)",
         f"# content hash {recipe.content_hash()} (what changes the numbers; prose and targets are not hashed)",
-        "# a recipe file of its own: `nox -s dml -- train FILE` trains it (kept outside reproduce/<paper>/)",
+        f"# a recipe file of its own: `{DML} train FILE` trains it (kept outside reproduce/<paper>/)",
     ]
     tree = recipe.model_dump(mode="json")
     tree["targets"] = [f"{target['table']}/{target['row']}" for target in tree["targets"]]

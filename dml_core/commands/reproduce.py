@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dml_core.command_line import DML
 from dml_core.commands.options import (
     add_max_steps_option,
     add_reading_option,
@@ -72,13 +73,13 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="train finished runs again for fresh numbers (a finished run's checkpoint starts over, an interrupted "
         "rerun continues); each results file is replaced atomically once its new one is complete, so an "
-        "interrupted rerun leaves the old numbers in place (--launcher inline only; `nox -s dml -- nightly` re-runs "
+        f"interrupted rerun leaves the old numbers in place (--launcher inline only; `{DML} nightly` re-runs "
         "everything into a folder of its own instead)",
     )
     add_reading_option(
         parser,
         "run the runs that rest on reading NAME under VALUE instead of its default (repeatable; "
-        "`nox -s dml -- recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
+        f"`{DML} recipes readings KEY` lists them); results go beside the default's, named <id>~NAME=VALUE",
     )
     add_run_options(parser)
     _add_launcher_arguments(parser)
@@ -223,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.paper}: {len(report.jobs)} jobs submitted, {len(report.running)} still queued or running "
                 f"from earlier, {len(report.skipped)} skipped (finished); logs under {report.job_folder}. Run this "
                 "command again at any time: runs whose jobs are still queued or running are not submitted again, "
-                f"and once all have ended the tables are built (or `nox -s dml -- tables --paper {args.paper}"
+                f"and once all have ended the tables are built (or `{DML} tables --paper {args.paper}"
                 f"{' --smoke' if args.smoke else ''}`)."
             )
             for name, job in report.jobs.items():

@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.commands.options import add_tier_flags, chosen_tier
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR, results_root, tables_root
@@ -29,10 +30,10 @@ def add_parser(subparsers) -> None:
         "its evaluations give and, where the data is here, the split index it recorded; it lists every other file "
         "as refused. With --check, exit 1 when a file is refused or a number is below published minus its gate "
         "(the tolerance, or the measured spread where larger), read from the CSV files; cells under a reviewed "
-        "waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `nox -s dml -- nightly` also "
+        f"waiver (papers/<paper>/known_gaps.yaml) are listed apart and do not fail. `{DML} nightly` also "
         "compares with the previous nightly. With --mini, the mini tier's pages TABLES/mini/<paper>.md from "
         "RESULTS/mini/<paper>/ instead (no index, no gate: they are checks that each run learns, compared with no "
-        "published number). `nox -s dml -- tables fair [--mini]` builds the fair comparison's table instead: "
+        f"published number). `{DML} tables fair [--mini]` builds the fair comparison's table instead: "
         "TABLES/[mini/]fair.md, its CSV and figure, from RESULTS/[mini/]fair/.",
     )
     parser.add_argument(
@@ -64,7 +65,7 @@ def add_parser(subparsers) -> None:
         "--check",
         action="store_true",
         help="exit 1 when a number is below published minus its gate; cells under a reviewed waiver "
-        "(papers/<paper>/known_gaps.yaml) are listed apart and do not fail (`nox -s dml -- nightly` also compares "
+        f"(papers/<paper>/known_gaps.yaml) are listed apart and do not fail (`{DML} nightly` also compares "
         "with the previous nightly)",
     )
     parser.set_defaults(run=run)

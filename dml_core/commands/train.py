@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.commands.options import DEVICE_HELP, add_max_steps_option, add_reading_option, add_tier_flags, chosen_tier
 from dml_core.errors import InputError
 from dml_core.output_paths import rehearsal_root, runs_root
@@ -15,13 +16,13 @@ from dml_core.tier import Tier
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
-        description="Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `nox -s dml -- recipes "
+        description=f"Train RUN (a run id such as ours-cub200 or damlrrm/npair-cub200, see `{DML} recipes "
         "list`; or a recipe file of one run), evaluating on the test split every training.eval_every, and write an "
         "atomic checkpoint and a results file.",
     )
     parser.add_argument("recipe", metavar="RUN", help="run id (PAPER/ID where two papers share it) or recipe YAML")
     add_reading_option(
-        parser, "train under another value of a reading the run rests on (repeatable; `nox -s dml -- recipes show RUN`)"
+        parser, f"train under another value of a reading the run rests on (repeatable; `{DML} recipes show RUN`)"
     )
     parser.add_argument(
         "--set",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.vocabulary import RECIPE_KEYS
 
@@ -26,7 +27,7 @@ def add_parser(subparsers) -> None:
         nargs="*",
         metavar="NAME",
         help=f"a backbone, or a paper key ({', '.join(RECIPE_KEYS)}): the backbones its runs load; default: every "
-        "backbone (`nox -s dml -- weights` lists them)",
+        f"backbone (`{DML} weights` lists them)",
     )
     parser.add_argument("--only", nargs="+", default=[], metavar="ID", help="with a paper key: only these run ids")
     parser.add_argument("--fetch", action="store_true", help="download missing files (progress, resume)")

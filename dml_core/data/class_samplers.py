@@ -3,7 +3,8 @@ x K images (PK) batches cut by the rules of ``class_chunks``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,8 +28,10 @@ def shuffled_batches(items: np.ndarray, size: int, rng: np.random.Generator) -> 
 
 
 class EpochBatchSampler:
-    """Shared machinery: seed/epoch bookkeeping and a per-epoch cache of the batch list."""
+    """Shared machinery: seed/epoch bookkeeping and a per-epoch cache of the batch list. A sampler a recipe may name
+    declares its ``name`` (``sampler.name``) here, on its class: the registry (``samplers.SAMPLERS``) collects them."""
 
+    name: ClassVar[str]
     group_sizes: tuple[int, ...]
     # Images of each class in every group of a batch (a PK batch's K); None where the count is not fixed. Losses
     # that loop over a class's samples (damlrrm's Prim trees) take it instead of reading the labels (a host sync).
@@ -63,6 +66,11 @@ class EpochBatchSampler:
         results file records it: ``samplers.sampler_record``); none for most samplers."""
         return {}
 
+    @classmethod
+    def batch_makeup(cls, params: Mapping[str, Any]) -> str:
+        """A batch of this sampler under a recipe's ``params``, in a few words (the fair page's batches column)."""
+        return cls.name
+
     def __iter__(self) -> Iterator[list[int]]:
         return iter([list(batch) for batch in self.epoch_batches()])
 
@@ -72,6 +80,12 @@ class EpochBatchSampler:
 
 class RandomBatchSampler(EpochBatchSampler):
     """Uniformly shuffled batches of ``batch_size``; the last one is topped up with random other images."""
+
+    name = "random"
+
+    @classmethod
+    def batch_makeup(cls, params: Mapping[str, Any]) -> str:
+        return f"random {params.get('batch_size')}"
 
     def __init__(self, labels: Sequence[int] | np.ndarray, batch_size: int, seed: int = 0) -> None:
         super().__init__(labels, seed)
@@ -108,6 +122,12 @@ class PKSampler(EpochBatchSampler):
     ``min_class_size``: only classes with at least this many images take part (their images make the epoch);
     1 (default) keeps every class, a class smaller than K then repeats images (``class_chunks``).
     """
+
+    name = "pk"
+
+    @classmethod
+    def batch_makeup(cls, params: Mapping[str, Any]) -> str:
+        return f"PK {params.get('classes_per_batch')}×{params.get('images_per_class')}"
 
     def __init__(
         self,

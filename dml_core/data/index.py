@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 
 INDEX_FILENAME = "dml_index.csv"
@@ -84,7 +85,7 @@ def read_index(dataset_dir: Path) -> list[IndexRow]:
     path = index_path(dataset_dir)
     if not path.is_file():
         raise InputError(
-            f"{path}: index not found; run `nox -s dml -- prepare {Path(dataset_dir).name} --root "
+            f"{path}: index not found; run `{DML} prepare {Path(dataset_dir).name} --root "
             f"{Path(dataset_dir).parent}` first"
         )
     with path.open(newline="", encoding="utf-8") as handle:

@@ -31,6 +31,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from dml_core.atomic_io import owner_tag, remove_stale_temporaries
+from dml_core.command_line import DML
 from dml_core.data.archives import EXTRACT_PREFIX, extract, is_archive, top_folders
 from dml_core.data.catalog import Source, dataset_sources
 from dml_core.data.decode_check import check_images_decode
@@ -214,7 +215,7 @@ def manual_routes(spec: DatasetSpec, root: Path) -> str:
     for route in dataset_sources(spec.name).manual:
         archives = " ".join(f"--archive {archive}" for archive in route.archives)
         steps = " && ".join(route.steps)
-        routes.append(f"{route.name}: `{steps}`, then `nox -s dml -- prepare {spec.name} --root {root} {archives}`")
+        routes.append(f"{route.name}: `{steps}`, then `{DML} prepare {spec.name} --root {root} {archives}`")
     return "; or ".join(routes)
 
 
@@ -232,7 +233,7 @@ def _download(spec: DatasetSpec, dataset_dir: Path, progress: bool, report: Call
         resumable = f"; the partial downloads ({', '.join(kept)}) are kept and resumed by the next try" if kept else ""
         raise InputError(
             f"{failed}{resumable}; get a copy by hand{': ' + manual if manual else ''}; or pass one you have: "
-            f"`nox -s dml -- prepare {spec.name} --root {dataset_dir.parent} --archive PATH` ({spec.how_to_prepare})"
+            f"`{DML} prepare {spec.name} --root {dataset_dir.parent} --archive PATH` ({spec.how_to_prepare})"
         ) from None
     shutil.rmtree(downloads_folder(dataset_dir), ignore_errors=True)  # the copy is prepared: the archives are spare
     return prepared

@@ -30,15 +30,18 @@ __all__ = [
     "sampler_record",
 ]
 
+
+def declared_samplers(base: type[EpochBatchSampler] = EpochBatchSampler) -> list[type[EpochBatchSampler]]:
+    """Every subclass of ``base`` that declares its own ``name``, in the order they were defined: the samplers of
+    ``class_samplers`` and ``stream_samplers``, imported above (a sampler's name is written once, on its class)."""
+    found = []
+    for cls in base.__subclasses__():
+        found += ([cls] if "name" in vars(cls) else []) + declared_samplers(cls)
+    return found
+
+
 SAMPLERS: Registry[type[EpochBatchSampler]] = Registry(
-    "sampler",
-    "sampler.name",
-    {
-        "random": RandomBatchSampler,
-        "pk": PKSampler,
-        "two_stream": TwoStreamSampler,
-        "paired": PairedClassSampler,
-    },
+    "sampler", "sampler.name", {cls.name: cls for cls in declared_samplers()}
 )
 
 

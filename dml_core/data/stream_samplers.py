@@ -3,8 +3,8 @@ neat and shuffled streams, cgml's two class-aligned graphs)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,6 +28,13 @@ class TwoStreamSampler(EpochBatchSampler):
         one topped up with other pool images), so every pass shows each pool image once, in new company.
     The paper does not say how its pools are built or whether they are reshuffled; both readings are here.
     """
+
+    name = "two_stream"
+
+    @classmethod
+    def batch_makeup(cls, params: Mapping[str, Any]) -> str:
+        p, k = params.get("classes_per_batch"), params.get("images_per_class")
+        return f"{p}×{k} + {p * k if p and k else '?'} shuffled"
 
     def __init__(
         self,
@@ -108,6 +115,12 @@ class PairedClassSampler(EpochBatchSampler):
     ``min_class_size``: only classes with at least this many images take part (e.g. n: no repeats inside A;
     2n with ``avoid_repeats``: A and B share no image); 1 (default) keeps every class.
     """
+
+    name = "paired"
+
+    @classmethod
+    def batch_makeup(cls, params: Mapping[str, Any]) -> str:
+        return f"2 draws of {params.get('classes_per_batch')}×{params.get('images_per_class')}"
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.data.index import IndexRow, index_path
 from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
@@ -50,7 +51,7 @@ def verify_rows(spec: DatasetSpec, rows: list[IndexRow], dataset_dir: Path) -> N
     if problems:
         raise InputError(
             f"{spec.name} ({spec.title}): {'; '.join(problems)} (root searched: {dataset_dir}); "
-            f"prepare it again with `nox -s dml -- prepare {spec.name} --root {Path(dataset_dir).parent}`"
+            f"prepare it again with `{DML} prepare {spec.name} --root {Path(dataset_dir).parent}`"
         )
 
 
@@ -58,7 +59,7 @@ def verify_against_layout(spec: DatasetSpec, rows: list[IndexRow], dataset_dir: 
     """Raise :class:`InputError` naming the index file, the line, the image and its expected and found class and
     split unless ``rows`` (the index) are exactly what the dataset's annotation files say."""
     index_file = index_path(dataset_dir)
-    again = f"prepare it again with `nox -s dml -- prepare {spec.name} --root {Path(dataset_dir).parent}`"
+    again = f"prepare it again with `{DML} prepare {spec.name} --root {Path(dataset_dir).parent}`"
     layout = {row.path: row for row in spec.read_layout(Path(dataset_dir))}
     seen: set[str] = set()
     for line_number, row in enumerate(rows, start=2):  # line 1 is the header

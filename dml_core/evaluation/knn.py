@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from dml_core.errors import InputError
 from dml_core.evaluation.inputs import check_embedding_shape
+from dml_core.evaluation.registry import NeighbourRanking
 
 # Distances held at once per chunk; 2**26 fp32 values = 256 MiB.
 DEFAULT_CHUNK_ELEMENTS = 2**26
@@ -25,17 +25,6 @@ SYMMETRIC_SEARCH = "symmetric: one GEMM per pair of class-aligned blocks (OpenBL
 # The symmetric search keeps each item's top-k by insertion (cost ~k^2 log(n/k) per item): fine for MAP@R on
 # CUB, Cars and SOP (k <= ~100), not for a set whose largest class holds a good part of it.
 SYMMETRIC_MAX_K = 128
-
-
-@dataclass(frozen=True)
-class NeighbourRanking:
-    """What the retrieval metrics need, per query (numpy arrays)."""
-
-    first_positive_rank: np.ndarray  # (n_q,) 0-based rank of the nearest same-class item; -1 if none
-    num_positives: np.ndarray  # (n_q,) same-class gallery items other than the query itself (R)
-    neighbours: np.ndarray  # (n_q, k) gallery indices, nearest first
-    neighbour_is_positive: np.ndarray  # (n_q, k) whether each neighbour has the query's class
-    search: str  # how the ranking was searched (results files record it)
 
 
 @contextlib.contextmanager

@@ -16,20 +16,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from dml_core.evaluation import metrics as M
 from dml_core.registry import Registry
 
-if TYPE_CHECKING:  # the ranking's type only: knn imports torch
-    from dml_core.evaluation.knn import NeighbourRanking
-
 RANKING = "ranking"  # each query's nearest same-class rank
 NEIGHBOURS = "neighbours"  # also each query's R nearest neighbours, R its number of same-class items
 CLUSTERING = "clustering"  # k-means on every evaluated item
 RETRIEVAL_WORK = frozenset({RANKING, NEIGHBOURS})  # both come from the one kNN search
+
+
+@dataclass(frozen=True)
+class NeighbourRanking:
+    """What the retrieval metrics need, per query (numpy arrays): the kNN search's output (``knn``)."""
+
+    first_positive_rank: np.ndarray  # (n_q,) 0-based rank of the nearest same-class item; -1 if none
+    num_positives: np.ndarray  # (n_q,) same-class gallery items other than the query itself (R)
+    neighbours: np.ndarray  # (n_q, k) gallery indices, nearest first
+    neighbour_is_positive: np.ndarray  # (n_q, k) whether each neighbour has the query's class
+    search: str  # how the ranking was searched (results files record it)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn import datasets
 
 from dml_core.atomic_io import atomic_write
+from dml_core.command_line import DML
 from dml_core.data.download import say
 from dml_core.errors import InputError
 from dml_core.linear.monks import monks1_test_text
@@ -286,7 +287,7 @@ def _first_route_that_reads(dataset: UciDataset, options: RouteOptions) -> RawTa
     tried = "; ".join(failures) if failures else dataset.note
     raise InputError(
         f"{dataset.name}: no route gave the data ({tried}); supply it as a CSV: "
-        f"`nox -s dml -- prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
+        f"`{DML} prepare uci:{dataset.name} --root DIR --archive FILE.csv`"
     )
 
 
@@ -333,13 +334,13 @@ def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.
         return _load_bundled(dataset)
     if root is None:
         raise InputError(
-            f"{dataset.name}: data root: expected the --root of `nox -s dml -- prepare uci:{dataset.name} --root DIR`, "
+            f"{dataset.name}: data root: expected the --root of `{DML} prepare uci:{dataset.name} --root DIR`, "
             "found none"
         )
     path = cache_path(dataset.name, root)
     if not path.exists():
         raise InputError(
-            f"{path}: {dataset.name} not prepared; run `nox -s dml -- prepare uci:{dataset.name} --root {root}` first"
+            f"{path}: {dataset.name} not prepared; run `{DML} prepare uci:{dataset.name} --root {root}` first"
         )
     try:
         with np.load(path, allow_pickle=False) as archive:
@@ -378,7 +379,7 @@ def prepare_every_uci(
             outcomes.append(PrepareOutcome(dataset.name, True, "ships with scikit-learn; nothing to prepare"))
             continue
         if not dataset.routes:
-            command = f"`nox -s dml -- prepare uci:{dataset.name} --root {root} --archive FILE.csv`"
+            command = f"`{DML} prepare uci:{dataset.name} --root {root} --archive FILE.csv`"
             outcomes.append(PrepareOutcome(dataset.name, False, f"{dataset.note}: {command}"))
             continue
         path = cache_path(dataset.name, root)

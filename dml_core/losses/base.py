@@ -51,13 +51,15 @@ def check_batch(embeddings: Tensor, labels: Tensor, owner: str) -> None:
 class MetricLoss(nn.Module):
     """The base of every loss: its registry ``name``, the batch check and the record of its terms.
 
-    A loss sets ``name`` and implements ``compute_loss(embeddings, labels)``. ``forward`` checks the batch first
-    (``check_inputs``: (N, D) float embeddings and (N,) integer labels, else an ``InputError`` that starts with
-    the loss's name), then computes. A loss made of several terms records them with ``record_terms`` on every
-    forward; ``last_terms`` holds them detached (the trainer logs them) and stays empty for the others.
+    A loss sets ``name`` (the registry finds it by that, in its module: ``registry.declared_losses``) and implements
+    ``compute_loss(embeddings, labels)``. ``forward`` checks the batch first (``check_inputs``: (N, D) float
+    embeddings and (N,) integer labels, else an ``InputError`` that starts with the loss's name), then computes. A
+    loss made of several terms records them with ``record_terms`` on every forward; ``last_terms`` holds them
+    detached (the trainer logs them) and stays empty for the others.
     """
 
     name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()  # other names a recipe may give it
 
     def __init__(self) -> None:
         super().__init__()

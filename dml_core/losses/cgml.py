@@ -96,6 +96,7 @@ class GraphConsistencyLoss(CompositeLoss):
     """
 
     name = "cgml"
+    aliases = ("graph_consistency",)  # recipes say "cgml"; the term is "graph consistency"
 
     def __init__(
         self,

@@ -1,5 +1,8 @@
 """The loss registry: names to classes, the parameters a recipe may give each loss, and the builder.
 
+A loss declares its name (and any ``aliases``) on its class, in its own module; ``LOSSES`` holds every loss the
+package's modules declare (``declared_losses``), so adding a loss is adding its module.
+
 ``build_loss(name, **params)`` constructs a loss from a recipe's ``loss`` (``name`` and ``params``), with clear
 errors. A composite loss (``CompositeLoss``: cgml, drml) is built through its ``from_recipe``: the builder
 hands it ``build_base_loss``, which builds the base loss the recipe names, so no loss module imports this one.
@@ -10,7 +13,9 @@ composite.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import typing
 from collections.abc import Mapping
 from functools import cache, partial
@@ -19,47 +24,32 @@ from typing import Any
 from torch import nn
 
 from dml_core.errors import InputError
-from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss
 from dml_core.losses.base import CompositeLoss, MetricLoss
-from dml_core.losses.binomial import BinomialDevianceLoss
-from dml_core.losses.cgml import GraphConsistencyLoss
-from dml_core.losses.contrastive import ContrastiveLoss
-from dml_core.losses.damlrrm import DAMLRRMLoss
-from dml_core.losses.drml import DRMLLoss
-from dml_core.losses.gpw import GeneralPairWeightingLoss, GeneralTripletWeightingLoss
-from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
-from dml_core.losses.margin import MarginLoss
-from dml_core.losses.multi_similarity import MultiSimilarityLoss
-from dml_core.losses.npair import NPairLoss
-from dml_core.losses.proxy_anchor import ProxyAnchorLoss
-from dml_core.losses.proxy_nca import ProxyNCALoss
-from dml_core.losses.ranked_list import RankedListLoss
-from dml_core.losses.triplet import TripletLoss
 from dml_core.registry import Registry
 
-LOSS_CLASSES: tuple[type[MetricLoss], ...] = (
-    ContrastiveLoss,
-    TripletLoss,
-    LiftedStructureLoss,
-    GeneralizedLiftedLoss,
-    NPairLoss,
-    BinomialDevianceLoss,
-    MultiSimilarityLoss,
-    MarginLoss,
-    ProxyNCALoss,
-    ProxyAnchorLoss,
-    RankedListLoss,
-    DANMLLoss,
-    ImprovedProxyNCALoss,
-    DRMLLoss,
-    DAMLRRMLoss,
-    GraphConsistencyLoss,
-    GeneralPairWeightingLoss,
-    GeneralTripletWeightingLoss,
+PACKAGE = "dml_core.losses"
+
+
+def declared_losses(package: str = PACKAGE) -> list[type[MetricLoss]]:
+    """Every loss ``package`` defines: each class of one of its modules that declares its own ``name`` (a loss is
+    written once, in its module; adding a module adds its losses), by module, then as each module defines them."""
+    found = []
+    for module_info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if f"{package}.{module_info.name}" == __name__:
+            continue
+        module = importlib.import_module(f"{package}.{module_info.name}")
+        found += [
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, MetricLoss) and value.__module__ == module.__name__
+            if "name" in vars(value)
+        ]
+    return found
+
+
+LOSSES: Registry[type[MetricLoss]] = Registry(
+    "loss", "loss.name", {name: cls for cls in declared_losses() for name in (cls.name, *cls.aliases)}
 )
-# cgml's regulariser wraps a base loss; both names, since recipes say "cgml" and the term is "graph consistency"
-ALIASES = {"graph_consistency": GraphConsistencyLoss}
-LOSSES: Registry[type[MetricLoss]] = Registry("loss", "loss.name", {cls.name: cls for cls in LOSS_CLASSES} | ALIASES)
 
 # What a run fills in (``with_run_values``); a recipe may set them, never has to.
 RUN_VALUES = ("num_classes", "embedding_dim", "group_sizes", "images_per_class")

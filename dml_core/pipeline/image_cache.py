@@ -28,6 +28,7 @@ from torchvision.transforms import v2
 from tqdm import tqdm
 
 from dml_core.atomic_io import atomic_write_json, owner_tag, read_json_object, remove_stale_temporaries
+from dml_core.command_line import DML
 from dml_core.data.images import ImageDataset, image_size
 from dml_core.data.index import index_path
 from dml_core.data.loading import load_split
@@ -164,7 +165,7 @@ def cache_problem(spec: DatasetSpec, root: Path, split: str, resize_mode: str, r
     command that (re)builds it; None when it is there and current."""
     folder = cache_dir(root, spec, split, resize_mode, resize)
     meta_path = folder / "meta.json"
-    rebuild = f"run `nox -s dml -- prepare {spec.name} --root {root} --cache {resize_mode} --cache-size {resize}`"
+    rebuild = f"run `{DML} prepare {spec.name} --root {root} --cache {resize_mode} --cache-size {resize}`"
     if not meta_path.is_file():
         return f"{folder}: no image cache for {spec.name}/{split} ({resize_mode} {resize}); {rebuild}"
     try:

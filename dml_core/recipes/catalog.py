@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.assumptions import ASSUMPTIONS_FILE, PaperAssumptions, load_paper_assumptions
@@ -18,16 +19,6 @@ from dml_core.recipes.compose import RunDefinition, expand_file
 from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe
 from dml_core.vocabulary import PAPER_KEYS, RECIPE_KEYS
-
-# Each paper's main recipe: its method on CUB-200 (damlrrm's Table 8 measures this one's speed); the training
-# benchmark times these, the GPU check's graphs part trains them.
-MAIN_RECIPES = {
-    "damlrrm": "ours-cub200",
-    "anml": "danml-cub200",
-    "gpw": "pair-e-cub200",
-    "drml": "drml-pa-cub200",
-    "cgml": "cgml-binomial-cub200",
-}
 
 
 @dataclass(frozen=True)
@@ -85,7 +76,7 @@ def find_run(reference: str, recipes_dir: Path = RECIPES_DIR) -> RunDefinition:
     matches = [p.run(reference) for p in folders if reference in {r.id for r in p.runs}]
     if not matches:
         raise InputError(
-            f"{reference}: neither a recipe file nor the id of a run (`nox -s dml -- recipes list` lists the runs)"
+            f"{reference}: neither a recipe file nor the id of a run (`{DML} recipes list` lists the runs)"
         )
     if len(matches) > 1:
         names = ", ".join(f"{run.paper}/{run.id}" for run in matches)

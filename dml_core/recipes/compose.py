@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
 from dml_core.recipes.settings import Recipe, Target
@@ -408,7 +409,7 @@ def _check_readings(run: RunDefinition, paper_assumptions: PaperAssumptions | No
         raise InputError(
             f"{run.file}: field {field_name}: expected {'{name: {value: settings}}' if applied else 'a list of ids'} "
             f"in a paper folder (its assumptions.yaml defines them), found {dict(found)!r}; a recipe as "
-            "`nox -s dml -- recipes show` prints it stands outside the paper folders"
+            f"`{DML} recipes show` prints it stands outside the paper folders"
         )
     both = sorted(set(applied) & set(run.settings.readings))
     if both:

@@ -9,18 +9,26 @@ so the mini page can say whether the claimed ordering holds at that scale (a sma
     baselines: [proxyanchor-cub200]
     claim: DRML improves each method it is combined with (Table 4) ...
     why: the ProxyAnchor family: the cheapest backbone of the three ...
+    main: drml-pa-cub200
+
+``main`` is no mini run: it is the paper's main run at full scale (its method on CUB-200-2011), the one the training
+benchmark times and the GPU check's precision and graphs parts train (``main_runs``). It is declared here, in the
+paper's folder, with the paper's other choice of runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes.catalog import PaperRecipes
 from dml_core.recipes.compose import RunDefinition
 from dml_core.schema import StrictModel, load_yaml_model
+from dml_core.vocabulary import PAPER_KEYS
 
 MINI_FILE = "mini.yaml"  # (catalog.NOT_RECIPE_FILES keeps it out of the recipe files)
 
@@ -32,6 +40,7 @@ class MiniComparison(StrictModel):
     baselines: list[str] = Field(min_length=1)
     claim: str  # what the paper claims (section, table, the printed numbers) about these runs
     why: str  # why these runs stand for the paper's headline comparison
+    main: str  # the paper's main run at full scale (not a mini run)
 
     @model_validator(mode="after")
     def _distinct(self) -> MiniComparison:
@@ -54,6 +63,20 @@ def load_mini_comparison(recipes_dir: Path, key: str) -> MiniComparison:
     if not path.is_file():
         raise InputError(f"{path}: not found; the mini tier of {key} needs its headline comparison there")
     return load_yaml_model(path, MiniComparison, what="mini comparison")
+
+
+def main_runs(recipes_dir: Path = RECIPES_DIR, papers: Iterable[str] = PAPER_KEYS) -> dict[str, str]:
+    """Each paper's main run id (``main`` of its mini.yaml), by paper key in the papers' order.
+
+    >>> main_runs()["damlrrm"]
+    'ours-cub200'
+    """
+    return {key: load_mini_comparison(recipes_dir, key).main for key in papers}
+
+
+def main_run_references(recipes_dir: Path = RECIPES_DIR) -> tuple[str, ...]:
+    """``<paper>/<id>`` of each paper's main run (``main_runs``), as ``load_recipe`` takes them."""
+    return tuple(f"{key}/{run_id}" for key, run_id in main_runs(recipes_dir).items())
 
 
 def mini_runs(paper: PaperRecipes, comparison: MiniComparison, origin: str | Path) -> list[RunDefinition]:

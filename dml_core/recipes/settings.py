@@ -22,7 +22,9 @@ from pydantic import (
     model_validator,
 )
 
+from dml_core.evaluation.registry import MetricName
 from dml_core.recipes import hashing
+from dml_core.recipes.optimizers import OptimizerName
 from dml_core.schema import StrictModel
 from dml_core.vocabulary import Backbone, PaperKey, StudyKey
 
@@ -135,10 +137,10 @@ class SamplerSettings(StrictModel):
 
 
 class OptimizerSettings(StrictModel):
-    name: Literal["sgd", "adam", "adamw", "rmsprop"]
+    name: OptimizerName
     lr: PositiveFloat
     weight_decay: NonNegativeFloat = 0.0
-    momentum: float = Field(default=0.0, ge=0.0, lt=1.0)  # sgd, rmsprop
+    momentum: float = Field(default=0.0, ge=0.0, lt=1.0)  # for the optimisers that take one (sgd, rmsprop)
     new_layer_lr_multiplier: PositiveFloat = 1.0
 
 
@@ -228,9 +230,7 @@ class TrainingSettings(StrictModel):
 
 
 class EvaluationSettings(StrictModel):
-    metrics: list[Literal["recall", "map_at_r", "r_precision", "nmi", "f1"]] = Field(
-        default_factory=lambda: ["recall", "nmi", "f1", "map_at_r", "r_precision"]
-    )
+    metrics: list[MetricName] = Field(default_factory=lambda: ["recall", "nmi", "f1", "map_at_r", "r_precision"])
     recall_ks: list[PositiveInt] | None = None  # None: the dataset's standard list
     normalize: bool = True
     kmeans_backend: Literal["faiss", "sklearn"] = "faiss"

@@ -4,13 +4,15 @@
 A study runs and is tabled like a paper (``dml reproduce fair``) but reproduces no published table: it compares the
 papers' methods under one protocol of its own, over several seeds. Its file fixes, before any run, what the study
 tests and how: the seeds (the full tier's default, at least ``MIN_SEEDS``), the one data set whose runs stand for
-the whole protocol at the mini tier (where every data set becomes the embedded_mini glyphs), the hypotheses (the
-family Holm's correction runs over), the rule that picks the reference they are tested against, the family-wise
-level, the margin of practical equivalence, the power a minimum detectable difference is stated at, and the
-validation search's budget (``search_problems`` checks that every searched run keeps to it):
+the whole protocol at the mini tier (where every data set becomes the embedded_mini glyphs), the methods it runs
+(the papers', the classic baselines and the controls: declared here, not derived from the suite's paper keys), the
+hypotheses (the family Holm's correction runs over), the rule that picks the reference they are tested against, the
+family-wise level, the margin of practical equivalence, the power a minimum detectable difference is stated at, and
+the validation search's budget (``search_problems`` checks that every searched run keeps to it):
 
     seeds: [0, 1, 2, 3, 4]
     mini_dataset: cub200
+    methods: {papers: [damlrrm, ...], baselines: [contrastive, ...], controls: {NAME: {method, baseline}}, why: ...}
     hypotheses: {methods: [damlrrm, ...], datasets: [cub200, cars196], metrics: [R@1, MAP@R], why: ...}
     reference: {rule: best-baseline-on-validation, why: ...}
     level: 0.05
@@ -34,7 +36,7 @@ from dml_core.recipes.catalog import PaperRecipes
 from dml_core.recipes.compose import RunDefinition
 from dml_core.schema import StrictModel, load_yaml_model
 from dml_core.tier import Tier
-from dml_core.vocabulary import FAIR_CONTROLS, STUDY_KEYS, FairDataset, ImageDataset, PaperKey
+from dml_core.vocabulary import STUDY_KEYS, FairDataset, ImageDataset, PaperKey
 
 STUDY_FILE = "study.yaml"  # (catalog.NOT_RECIPE_FILES keeps it out of the recipe files)
 MIN_SEEDS = 5  # at full scale: fewer leave a t-interval too wide for any verdict (docs/fair.md)
@@ -50,6 +52,48 @@ def _distinct(values: list, what: str) -> list:
     if len(set(values)) != len(values):
         raise ValueError(f"expected distinct {what}, found {values}")
     return values
+
+
+class Control(StrictModel):
+    """A control: the paper ``method``'s base loss, the classic ``baseline``'s, on the method's own batches."""
+
+    method: str
+    baseline: str
+
+
+class StudyMethods(StrictModel):
+    """Every method the study runs, in its page's order: the papers' methods, the classic baselines (the reference
+    is picked among them) and the controls, by name (a run is ``<method>-<dataset>``)."""
+
+    papers: list[PaperKey] = Field(min_length=1)
+    baselines: list[str] = Field(min_length=1)
+    controls: dict[str, Control] = Field(default_factory=dict)
+    why: str
+
+    @model_validator(mode="after")
+    def _each_once_and_controls_of_their_own(self) -> StudyMethods:
+        _distinct(self.names, "method names")
+        for name, control in self.controls.items():
+            if control.method not in self.papers or control.baseline not in self.baselines:
+                raise ValueError(
+                    f"controls.{name}: expected a method of papers and a baseline of baselines, found "
+                    f"{control.method!r} and {control.baseline!r}"
+                )
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.papers, *self.baselines, *self.controls]
+
+    def kind(self, method: str) -> str:
+        """``paper``, ``baseline`` or ``control``.
+
+        >>> StudyMethods(papers=["cgml"], baselines=["npair"], why="").kind("npair")
+        'baseline'
+        """
+        if method in self.papers:
+            return "paper"
+        return "baseline" if method in self.baselines else "control"
 
 
 class Hypotheses(StrictModel):
@@ -107,6 +151,7 @@ class Study(StrictModel):
 
     seeds: list[NonNegativeInt] = Field(min_length=MIN_SEEDS)
     mini_dataset: ImageDataset
+    methods: StudyMethods
     hypotheses: Hypotheses
     reference: ReferenceRule
     level: float = Field(gt=0, lt=1)  # family-wise: the chance of any false firm verdict in the family
@@ -119,6 +164,13 @@ class Study(StrictModel):
     @classmethod
     def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
         return _distinct(seeds, "seeds")
+
+    @model_validator(mode="after")
+    def _hypotheses_of_its_paper_methods(self) -> Study:
+        outside = [method for method in self.hypotheses.methods if method not in self.methods.papers]
+        if outside:
+            raise ValueError(f"hypotheses.methods: expected methods of methods.papers, found {outside}")
+        return self
 
     @model_validator(mode="after")
     def _a_margin_per_metric(self) -> Study:
@@ -211,7 +263,7 @@ def search_problems(recipes: PaperRecipes, study: Study) -> list[str]:
     problems = []
     expected = {PAPER_POINT, *study.search.points}
     for run in recipes.runs:
-        control = any(run.id.startswith(f"{control}-") for control in FAIR_CONTROLS)
+        control = any(run.id.startswith(f"{control}-") for control in study.methods.controls)
         if SEARCH_READING not in run.reading_names:
             problems += [] if control else [f"{run.id}: not searched ({SEARCH_READING} not declared)"]
             continue

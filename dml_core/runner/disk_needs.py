@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from dml_core.data.registry import DatasetSpec
+from dml_core.recipes.optimizers import state_slots
 from dml_core.recipes.settings import Recipe
 
 
@@ -41,10 +42,6 @@ DATASET_BYTES: dict[str, DatasetBytes] = {
 RESULTS_JSON_BYTES = 100_000
 QUERY_TERM_BYTES_PER_IMAGE = 3 * 4
 
-# The optimiser's fp32 state tensors per trainable parameter (torch.optim: SGD's momentum buffer, Adam's two
-# moments, RMSprop's square average and momentum buffer).
-_OPTIMISER_SLOTS = {"sgd": 1, "adam": 2, "adamw": 2, "rmsprop": 1}
-
 
 def cache_lower_bound(images: int, resize_mode: str, resize: int) -> int:
     """The uint8 cache of ``images`` images without reading them: exact when squashed to ``resize`` x ``resize``,
@@ -73,13 +70,7 @@ def results_bytes(spec: DatasetSpec) -> int:
 
 def optimiser_slots(recipe: Recipe) -> int:
     """The state tensors the recipe's optimiser keeps per trainable parameter."""
-    settings = recipe.optimizer
-    slots = _OPTIMISER_SLOTS.get(settings.name, 2)
-    if settings.name == "sgd" and not settings.momentum:
-        return 0
-    if settings.name == "rmsprop" and settings.momentum:
-        return slots + 1
-    return slots
+    return state_slots(recipe.optimizer.name, recipe.optimizer.momentum)
 
 
 def checkpoint_bytes(recipe: Recipe) -> int:

@@ -22,6 +22,7 @@ import submitit
 from submitit.core.utils import FailedJobError
 
 from dml_core.atomic_io import atomic_write_json, read_json_object
+from dml_core.command_line import DML
 from dml_core.cpu_cores import one_cpu_thread
 from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
@@ -251,7 +252,7 @@ def launch_paper(
     plans, linear_runs, tolerances, not_run = paper.preflight(log)  # the plan's device: where each job runs
     if linear_runs:  # CPU work (anml Table 2): the inline runner does it; a GPU job would waste its GPU
         ids = " ".join(dict.fromkeys(run.plan_path.stem for run in linear_runs if run.plan_path))
-        log(f"linear plans are not submitted as jobs: run them with `nox -s dml -- reproduce {paper.key} --only {ids}`")
+        log(f"linear plans are not submitted as jobs: run them with `{DML} reproduce {paper.key} --only {ids}`")
     report = LaunchReport(
         job_folder=job_folder or jobs_folder(paper.output_roots[0], paper.key, paper.tier), not_run=dict(not_run)
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.errors import InputError
 from dml_core.linear.methods import PAPER_GRIDS
 from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, settings_hash, smoke_plan, table2_row_id
@@ -104,7 +105,7 @@ def missing_uci_data(run: LinearRun, data_root: Path | None) -> str | None:
     dataset = get_uci_dataset(run.plan.dataset)
     if dataset.bundled or cache_path(dataset.name, root).is_file():
         return None
-    prepare = f"`nox -s dml -- prepare uci:{dataset.name} --root {root}`"
+    prepare = f"`{DML} prepare uci:{dataset.name} --root {root}`"
     return f"UCI data set {dataset.name} is not prepared under {root}: run {prepare}"
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dml_core.command_line import DML
 from dml_core.data.index import index_path
 from dml_core.errors import InputError
 from dml_core.finished_runs import OtherRecipesResults, check_finished_run
@@ -82,7 +83,7 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
     elif not prepared:
         problem = (
             f"dataset {spec.name} ({spec.title}) is not prepared under {root}: run "
-            f"`nox -s dml -- prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
+            f"`{DML} prepare {spec.name} --root {root}` ({spec.how_to_prepare})"
         )
         inputs.append(RunInput(dataset, MISSING, problem))
     else:
@@ -107,7 +108,7 @@ def run_inputs(plan: PlannedRun, data_root: Path | None, device_type: str = "cpu
         else:
             problem = (
                 missing_weights_message(expected)
-                + f" `nox -s dml -- weights --fetch {recipe.model.backbone}` does this where downloads work."
+                + f" `{DML} weights --fetch {recipe.model.backbone}` does this where downloads work."
             )
             inputs.append(RunInput(what, MISSING, problem))
     elif weights not in ("random", GLYPH_PRETRAINED):
@@ -151,8 +152,8 @@ def refusal(key: str, missing: Sequence[MissingInput], runs: Sequence[str]) -> s
         else ("the runs whose inputs are here (none yet)")
     )
     lines.append(
-        f"`nox -s dml -- reproduce {key} --skip-missing` trains {here} and names those it leaves out; "
-        f"`nox -s dml -- reproduce {key} --only ID ...` chooses runs by id"
+        f"`{DML} reproduce {key} --skip-missing` trains {here} and names those it leaves out; "
+        f"`{DML} reproduce {key} --only ID ...` chooses runs by id"
     )
     return "\n".join(lines)
 

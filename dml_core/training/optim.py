@@ -9,13 +9,14 @@ import torch
 from torch import nn
 
 from dml_core.models import parameter_groups
+from dml_core.recipes.optimizers import OPTIMIZER_KINDS
 from dml_core.recipes.settings import OptimizerSettings, ScheduleSettings
 from dml_core.registry import Registry
 
 OPTIMIZERS: Registry[type[torch.optim.Optimizer]] = Registry(
     "optimizer",
     "optimizer.name",
-    {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop},
+    {name: getattr(torch.optim, kind.torch_class) for name, kind in OPTIMIZER_KINDS.items()},
 )
 
 
@@ -35,7 +36,7 @@ def build_optimizer(
                 "weight_decay": settings.weight_decay,
             }
         )
-    extra = {"momentum": settings.momentum} if settings.name in ("sgd", "rmsprop") else {}
+    extra = {"momentum": settings.momentum} if OPTIMIZER_KINDS[settings.name].momentum else {}
     return OPTIMIZERS.lookup(settings.name)(groups, lr=settings.lr, **extra)
 
 

@@ -21,9 +21,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dml_core.recipes import load_recipe, smoke_version
-from dml_core.recipes.catalog import MAIN_RECIPES
+from dml_core.recipes.mini import main_runs
 from dml_core.training import builders
 
+MAIN_RECIPES = main_runs()  # each paper's main run id (`main` of reproduce/<key>/mini.yaml)
 SHAPES = ("paper", "smoke")
 SPLIT_CLASSES, IMAGES_PER_SPLIT_CLASS = 100, 60
 IMAGE_SIZE = 32  # the smallest the smoke versions use: the output's shape does not depend on it

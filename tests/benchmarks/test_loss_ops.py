@@ -4,7 +4,7 @@ independent of the number of classes in its batch, and the counter itself."""
 import pytest
 import torch
 
-from dml_core.losses import DAMLRRMLoss
+from dml_core.losses.damlrrm import DAMLRRMLoss
 from tests.benchmarks.loss_ops import BUDGETS, MAIN_RECIPES, DispatchedOps, loss_ops_per_step
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from dml_core.errors import InputError
-from dml_core.losses import MarginLoss
+from dml_core.losses.margin import MarginLoss
 
 LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
 # A CUDA (Philox) generator's state: seed and offset, 16 bytes; a CPU (mt19937) one's is 5056 bytes.

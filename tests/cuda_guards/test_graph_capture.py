@@ -6,10 +6,9 @@ the smoke size (the same modules at a narrower width); the capture itself is the
 import pytest
 import torch
 
-from dml_core.recipes.catalog import MAIN_RECIPES
 from dml_core.training import builders
 from dml_core.training.cuda_graphs import TupleOutput
-from tests.benchmarks.loss_ops import main_recipe
+from tests.benchmarks.loss_ops import MAIN_RECIPES, main_recipe
 from tests.cuda_guards.host_syncs import HostSyncs
 
 

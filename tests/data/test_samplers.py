@@ -3,12 +3,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from dml_core.data.class_samplers import EpochBatchSampler
 from dml_core.data.samplers import (
     SAMPLERS,
     PairedClassSampler,
     PKSampler,
     RandomBatchSampler,
     TwoStreamSampler,
+    declared_samplers,
     number_of_batches,
     sampler_record,
 )
@@ -24,6 +26,36 @@ def _blocks(batch, k):
 
 def test_registry_names():
     assert set(SAMPLERS) == {"random", "pk", "two_stream", "paired"}
+
+
+def test_a_sampler_is_registered_under_the_name_its_class_declares():
+    """The name is written once, on the class: the registry collects every subclass that declares one, and only
+    those (a shared base without a name is no sampler a recipe may name)."""
+    assert all(cls.name == name and "name" in vars(cls) for name, cls in SAMPLERS.items())
+
+    class SharedBase(EpochBatchSampler):
+        pass
+
+    class Mine(SharedBase):
+        name = "mine"
+
+    class Narrower(Mine):
+        name = "narrower"
+
+    assert declared_samplers(SharedBase) == [Mine, Narrower]
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "makeup"),
+    [
+        ("pk", {"classes_per_batch": 16, "images_per_class": 5}, "PK 16×5"),
+        ("paired", {"classes_per_batch": 6, "images_per_class": 5}, "2 draws of 6×5"),
+        ("two_stream", {"classes_per_batch": 6, "images_per_class": 5}, "6×5 + 30 shuffled"),
+        ("random", {"batch_size": 120}, "random 120"),
+    ],
+)
+def test_each_sampler_says_what_its_batch_holds(name, params, makeup):
+    assert SAMPLERS[name].batch_makeup(params) == makeup
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,8 @@ from dml_core.data.images import load_image
 from dml_core.data.transforms import ToInputSpec, ToModelInput, build_pixel_transform, build_transform
 from dml_core.input_spec import CAFFE_BGR, IMAGENET_RGB
 from dml_core.models.backbones import BACKBONES
-from dml_core.recipes.catalog import MAIN_RECIPES
 from dml_core.recipes.settings import DataSettings, TransformSettings
-from tests.benchmarks.loss_ops import main_recipe
+from tests.benchmarks.loss_ops import MAIN_RECIPES, main_recipe
 from tests.data.layouts import write_photo_jpeg
 
 

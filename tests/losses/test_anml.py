@@ -7,16 +7,12 @@ import torch
 import torch.nn.functional as F
 
 from dml_core.errors import InputError
-from dml_core.losses import (
-    DANMLLoss,
-    GeneralizedLiftedLoss,
-    ImprovedProxyNCALoss,
-    MultiSimilarityLoss,
-    ProxyNCALoss,
-)
-from dml_core.losses.anml import danml_distance, log_exp_mean
+from dml_core.losses.anml import DANMLLoss, ImprovedProxyNCALoss, danml_distance, log_exp_mean
 from dml_core.losses.base import indices_to_mask
+from dml_core.losses.lifted import GeneralizedLiftedLoss
 from dml_core.losses.mining import multi_similarity_pairs
+from dml_core.losses.multi_similarity import MultiSimilarityLoss
+from dml_core.losses.proxy_nca import ProxyNCALoss
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, normalized, random_batch, square
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.losses import BinomialDevianceLoss
+from dml_core.losses.binomial import BinomialDevianceLoss
 from tests.losses.helpers import square
 
 

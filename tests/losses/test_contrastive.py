@@ -5,7 +5,7 @@ import torch
 from pytorch_metric_learning import distances, losses
 
 from dml_core.errors import InputError
-from dml_core.losses import ContrastiveLoss
+from dml_core.losses.contrastive import ContrastiveLoss
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, normalized, random_batch, square
 
 

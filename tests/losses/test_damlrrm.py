@@ -5,7 +5,8 @@ import torch
 
 from dml_core.data import PKSampler, RandomBatchSampler, TwoStreamSampler
 from dml_core.errors import InputError
-from dml_core.losses import DAMLRRMLoss, build_loss, damlrrm, with_run_values
+from dml_core.losses import build_loss, damlrrm, with_run_values
+from dml_core.losses.damlrrm import DAMLRRMLoss
 from tests.cuda_guards.cuda_kernels import CudaGuard
 from tests.cuda_guards.host_syncs import HostSyncs
 from tests.losses.helpers import random_batch, value_and_grad

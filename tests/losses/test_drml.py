@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.losses import DRMLLoss, build_loss
+from dml_core.losses import build_loss
+from dml_core.losses.drml import DRMLLoss
 from dml_core.models import RelationalHead, RelationalOutput
 from tests.losses.helpers import square
 

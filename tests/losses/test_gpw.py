@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from pytorch_metric_learning import losses, reducers
 
 from dml_core.errors import InputError
-from dml_core.losses import GeneralPairWeightingLoss, GeneralTripletWeightingLoss, build_loss
+from dml_core.losses import build_loss
+from dml_core.losses.gpw import GeneralPairWeightingLoss, GeneralTripletWeightingLoss
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, normalized, random_batch, square
 
 # ---------------------------------------------------------------- reference: one anchor at a time, Python loops

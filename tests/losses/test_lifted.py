@@ -4,7 +4,7 @@ import pytest
 import torch
 from pytorch_metric_learning import distances, losses
 
-from dml_core.losses import GeneralizedLiftedLoss, LiftedStructureLoss
+from dml_core.losses.lifted import GeneralizedLiftedLoss, LiftedStructureLoss
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, normalized, random_batch, square
 
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 from pytorch_metric_learning import distances, losses
 
-from dml_core.losses import MarginLoss
+from dml_core.losses.margin import MarginLoss
 from dml_core.losses.mining import distance_weighted_triplets
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, normalized, random_batch, square
 

@@ -5,9 +5,9 @@ import torch
 from pytorch_metric_learning import losses, miners
 
 from dml_core.errors import InputError
-from dml_core.losses import MultiSimilarityLoss
 from dml_core.losses.base import indices_to_mask
 from dml_core.losses.mining import multi_similarity_pairs
+from dml_core.losses.multi_similarity import MultiSimilarityLoss
 from tests.losses.helpers import SEEDS, assert_same_value_and_grad, random_batch, square, value_and_grad
 
 

@@ -6,8 +6,7 @@ from pytorch_metric_learning import distances, losses
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 from dml_core.errors import InputError
-from dml_core.losses import NPairLoss
-from dml_core.losses.npair import every_sample_indices, npair_indices
+from dml_core.losses.npair import NPairLoss, every_sample_indices, npair_indices
 from tests.losses.helpers import SEEDS, assert_same_value_and_grad, random_batch, square
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from pytorch_metric_learning import losses
 
-from dml_core.losses import ProxyAnchorLoss
+from dml_core.losses.proxy_anchor import ProxyAnchorLoss
 from tests.losses.helpers import SEEDS, assert_same_value_and_grad, random_batch
 
 

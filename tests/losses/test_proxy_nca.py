@@ -4,7 +4,7 @@ import pytest
 import torch
 from pytorch_metric_learning import losses
 
-from dml_core.losses import ProxyNCALoss
+from dml_core.losses.proxy_nca import ProxyNCALoss
 from tests.losses.helpers import SEEDS, SQRT2, assert_same_value_and_grad, random_batch
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from pytorch_metric_learning import losses
 
-from dml_core.losses import RankedListLoss
+from dml_core.losses.ranked_list import RankedListLoss
 from tests.losses.helpers import SEEDS, SQRT2, normalized, random_batch, square, value_and_grad
 
 

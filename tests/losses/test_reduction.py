@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from dml_core.errors import InputError
-from dml_core.losses import BinomialDevianceLoss, NPairLoss, TripletLoss
+from dml_core.losses.binomial import BinomialDevianceLoss
+from dml_core.losses.npair import NPairLoss
+from dml_core.losses.triplet import TripletLoss
 
 
 def softplus(v: float) -> float:

@@ -1,7 +1,7 @@
 import pytest
 from pytorch_metric_learning import distances, losses, miners
 
-from dml_core.losses import TripletLoss
+from dml_core.losses.triplet import TripletLoss
 from tests.losses.helpers import SEEDS, assert_same_value_and_grad, normalized, random_batch, square
 
 

@@ -6,12 +6,14 @@ loss parameters; every method and baseline gets the same validation search (stud
 found; the default point hashes as before; the study's plan (seeds, the mini tier's runs)."""
 
 import inspect
+import re
 import shutil
 
 import numpy as np
 import pytest
 
 from dml_core.data.samplers import sampler_record
+from dml_core.errors import InputError
 from dml_core.losses.contrastive import ContrastiveLoss
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import find_run, load_paper, mini_version, smoke_version
@@ -145,6 +147,36 @@ def test_every_method_and_baseline_gets_the_same_search_and_its_paper_point_hash
         mini, doubled = mini_version(paper), mini_version(run.recipe({SEARCH: "lr-x2"}))
         assert doubled.optimizer.lr == pytest.approx(2 * mini.optimizer.lr)
         assert doubled.optimizer.new_layer_lr_multiplier == mini.optimizer.new_layer_lr_multiplier
+
+
+def test_the_study_declares_its_methods_and_a_run_of_each_on_every_data_set():
+    """study.yaml lists the methods (the hand list above is the oracle); each has its runs, and the study has no run
+    of a method it does not list."""
+    methods = load_study(RECIPES_DIR, "fair").methods
+    assert (tuple(methods.papers), tuple(methods.baselines), tuple(methods.controls)) == (
+        PAPER_METHODS,
+        BASELINES,
+        CONTROLS,
+    )
+    assert {run.id for run in RUNS} == {f"{method}-{dataset}" for method in methods.names for dataset in DATASETS}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        ("  papers: [damlrrm, anml, gpw, drml, cgml]", "  papers: [damlrrm, anml, gpw, drml]",
+         "controls.multi-similarity-paired: expected a method of papers and a baseline of baselines, found 'cgml'"),
+        ("multi-similarity, proxy-anchor, npair]", "multi-similarity, proxy-anchor, npair, cgml]",
+         "expected distinct method names"),
+        ("  methods: [damlrrm, anml, gpw, drml, cgml]", "  methods: [damlrrm, anml, gpw, drml, cgml, lifted]",
+         "hypotheses.methods"),
+    ],
+    ids=["control-of-no-paper", "a-name-twice", "hypothesis-of-no-method"],
+)  # fmt: skip
+def test_a_study_whose_methods_do_not_hold_together_is_refused_naming_the_field(tmp_path, old, new, problem):
+    with pytest.raises(InputError, match=re.escape(problem)) as error:
+        _folder_with(tmp_path, "study.yaml", old, new)
+    assert str(error.value).startswith(str(tmp_path / "fair" / "study.yaml"))
 
 
 def _folder_with(tmp_path, file: str, old: str, new: str):

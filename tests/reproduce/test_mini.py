@@ -11,7 +11,7 @@ from dml_core.cli import main
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
 from dml_core.recipes import load_catalog, load_paper
-from dml_core.recipes.mini import load_mini_comparison, mini_runs
+from dml_core.recipes.mini import load_mini_comparison, main_run_references, main_runs, mini_runs
 from dml_core.results import load_results
 from dml_core.runner.inline import PaperRun
 from dml_core.runner.plan import MINI_SEEDS, plan_runs
@@ -20,7 +20,10 @@ from dml_core.tier import Tier
 from dml_core.vocabulary import PAPER_KEYS
 from tests.tables.synthetic import PAPER_KEY, TINY_SMOKE, write_papers_dir, write_recipe
 
-COMPARISON = {"proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test"}
+COMPARISON = {
+    "proposed": "ours-cub200", "baselines": ["lifted-cub200"], "claim": "OURS beats Lifted.", "why": "a test",
+    "main": "ours-cub200",
+}  # fmt: skip
 # Recipe fields whose mini version trains in seconds: the narrowest backbone, tiny images, 4 steps.
 TINY_MINI = {
     **TINY_SMOKE,
@@ -82,6 +85,25 @@ def test_every_paper_names_a_headline_comparison_of_its_own_runs_whose_mini_vers
     plans = plan_runs(key, runs, MINI_SEEDS, Tier.MINI, Path("runs"), Path("results"))
     assert recipe_problems(plans) == []
     assert {plan.recipe.data.dataset for plan in plans} == {"embedded_mini"}
+
+
+def test_each_paper_declares_its_main_run_beside_its_comparison_and_it_is_one_of_its_runs():
+    """The main run (the training benchmark's and the GPU check's) is declared in the paper's folder, so adding a
+    paper adds its main run there; it is a run of the paper at full scale, its method on CUB-200-2011."""
+    mains = main_runs()
+    assert list(mains) == list(PAPER_KEYS)
+    for key, run_id in mains.items():
+        recipe = load_paper(key).run(run_id).recipe()
+        assert recipe.data.dataset == "cub200" and recipe.model.weights == "pretrained", key
+    assert main_run_references()[0] == f"{PAPER_KEYS[0]}/{mains[PAPER_KEYS[0]]}"
+
+
+def test_a_mini_file_without_a_main_run_is_refused_naming_the_field(tmp_path):
+    _paper(tmp_path)
+    path = tmp_path / "reproduce" / PAPER_KEY / "mini.yaml"
+    path.write_text(yaml.safe_dump({key: value for key, value in COMPARISON.items() if key != "main"}))
+    with pytest.raises(InputError, match=rf"{path}: .*main"):
+        main_runs(tmp_path / "reproduce", [PAPER_KEY])
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
+from dml_core.command_line import DML
 from dml_core.data.sources.cars_listing import CarsListing
 from dml_core.data.sources.locate import find_files, relative_to, require_one, resolve_image_base
 from dml_core.errors import InputError
@@ -106,7 +107,7 @@ def _test_labels(dataset_dir: Path) -> Path:
     raise InputError(
         f"{DATASET}: cars_test_annos_withlabels.mat not found under {dataset_dir}: the devkit's "
         f"cars_test_annos.mat carries no classes, and the test half's labels are published apart; expected "
-        f"{DEVKIT_EXPECTED} (`nox -s dml -- prepare cars196` lists where to get it)"
+        f"{DEVKIT_EXPECTED} (`{DML} prepare cars196` lists where to get it)"
     )
 
 

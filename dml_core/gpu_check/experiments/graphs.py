@@ -1,6 +1,6 @@
 """The ``graphs`` part: does ``training.cuda_graphs`` give eager's numbers, and how much faster is each paper's step?
 
-For each paper's main recipe (``MAIN_RECIPES``; paper scale on the generated glyphs, random weights, the recipe's
+For each paper's main run (``main`` of its mini.yaml; paper scale on the generated glyphs, random weights, the recipe's
 precision, layout and determinism), from one start and one batch already on the device: ``STEPS`` training steps
 with the real loss and optimiser, eagerly twice and graphed once (the trainer's own ``GraphedForward``). Compared
 after them: every parameter and buffer of the model and the loss, as the largest difference of a tensor relative to
@@ -20,11 +20,10 @@ import torch
 from dml_core.gpu_check.experiments.overhead import OneBatchRun, bound_recipe, iterations_per_second
 from dml_core.gpu_check.parity import relative_difference
 from dml_core.gpu_check.part import CheckContext, Outcome, PartFailed
-from dml_core.recipes.catalog import MAIN_RECIPES
+from dml_core.recipes.mini import main_run_references
 from dml_core.training.cuda_graphs import GraphedForward
 from dml_core.training.determinism import run_determinism
 
-RUNS = tuple(f"{paper}/{run}" for paper, run in MAIN_RECIPES.items())
 STEPS = 5
 WARMUP_STEPS, TIMED_STEPS = 10, 40
 DRIFT_FACTOR = 10.0  # of eager's own drift: the same order, not a tolerance in absolute terms
@@ -109,9 +108,10 @@ def drifts_too_far(figures: dict) -> bool:
     return figures["graphed_drift"] > DRIFT_FACTOR * figures["eager_drift"]
 
 
-def run_graphs(context: CheckContext, runs=RUNS, recipe_of=bound_recipe, **options) -> Outcome:
-    """Every recipe of ``runs`` through ``compare_forwards`` (``recipe_of`` makes each run's recipe, ``options`` go
-    to ``compare_forwards``)."""
+def run_graphs(context: CheckContext, runs=None, recipe_of=bound_recipe, **options) -> Outcome:
+    """Every recipe of ``runs`` (default: each paper's main run) through ``compare_forwards`` (``recipe_of`` makes
+    each run's recipe, ``options`` go to ``compare_forwards``)."""
+    runs = main_run_references() if runs is None else runs
     figures: dict[str, dict] = {}
     for run in runs:
         context.stop_if_out_of_time(f"{len(figures)} of {len(runs)} recipes", figures)

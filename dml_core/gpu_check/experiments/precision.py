@@ -16,11 +16,10 @@ from dml_core.gpu_check.experiments.overhead import OneBatchRun, bound_recipe
 from dml_core.gpu_check.parity import one_step, relative_difference
 from dml_core.gpu_check.part import CheckContext, Outcome
 from dml_core.losses import LOSSES
-from dml_core.recipes.catalog import MAIN_RECIPES
+from dml_core.recipes.mini import main_run_references
 from dml_core.training.determinism import run_determinism
 
 OTHER_BATCH = 2  # parity_batch's noise seed of the second batch
-RUNS = tuple(f"{paper}/{run}" for paper, run in MAIN_RECIPES.items())
 RECIPE_STEPS = 3
 NUDGE = 1e-6  # the recipes' nudge of the images, relative: about 8 fp32 roundings
 
@@ -107,8 +106,10 @@ def recipe_precision_figures(recipe, context: CheckContext) -> dict:
     }
 
 
-def run_precision(context: CheckContext, runs=RUNS, recipe_of=bound_recipe) -> Outcome:
-    """Every registered loss on the MLP, then every recipe of ``runs`` (``recipe_of`` makes each run's recipe)."""
+def run_precision(context: CheckContext, runs=None, recipe_of=bound_recipe) -> Outcome:
+    """Every registered loss on the MLP, then every recipe of ``runs`` (default: each paper's main run;
+    ``recipe_of`` makes each run's recipe)."""
+    runs = main_run_references() if runs is None else runs
     losses = {name: precision_figures(name, context.device) for name in sorted(LOSSES)}
     recipes: dict[str, dict] = {}
     figures = {"losses": losses, "recipes": recipes}

@@ -28,7 +28,7 @@ from dml_core.tables.fair.study import (
 )
 from dml_core.tables.fair.verdicts import judged
 from dml_core.tier import Tier
-from dml_core.vocabulary import FAIR_DATASETS, FAIR_KEY, PAPER_KEYS
+from dml_core.vocabulary import FAIR_DATASETS, FAIR_KEY
 
 
 def _judged(comparisons: Sequence[Comparison], tables: FairTables, family_size: int) -> list[Comparison]:
@@ -70,10 +70,10 @@ def build_fair_tables(
 ) -> FairTables:
     """The study's sections, one per dataset, from ``<results_root>/[mini/]fair/``, under the design of
     ``<recipes_dir>/fair/study.yaml``."""
-    runs, folder = load_fair_runs(results_root, tier)
     study = load_study(recipes_dir, FAIR_KEY)
-    claims = load_fair_claims(papers_dir)
-    papers = {key: load_published(key, papers_dir) for key in PAPER_KEYS}
+    runs, folder = load_fair_runs(results_root, tier, study.methods)
+    claims = load_fair_claims(papers_dir, study)
+    papers = {key: load_published(key, papers_dir) for key in study.methods.papers}
     table, rule = [run for run in runs if run.variant == ""], table_rule(runs, folder)
     sections = [
         dataset_section(d, [r for r in table if r.dataset == d], rule, study, tier, claims, papers) for d in datasets

@@ -24,11 +24,12 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
 from dml_core.published import PAPERS_DIR, PublishedPaper, find_row, load_published
-from dml_core.recipes.study import Metric
+from dml_core.recipes.study import Metric, Study, load_study
 from dml_core.schema import StrictModel, load_yaml_model
 from dml_core.tables.pages.claims import published_value
-from dml_core.vocabulary import FAIR_KEY, FairBaseline, FairDataset, PaperKey
+from dml_core.vocabulary import FAIR_KEY, FairDataset, PaperKey
 
 FAIR_CLAIMS_FILE = "claims.yaml"
 
@@ -55,7 +56,7 @@ class ClaimedPair(StrictModel):
     table: str | None = None
     row: str | None = None
     metric: Metric = "R@1"  # one the study compares (reproduce/fair/study.yaml declares its margin)
-    baselines: dict[FairBaseline, str] = Field(default_factory=dict)
+    baselines: dict[str, str] = Field(default_factory=dict)  # classic baselines of the study (study.yaml)
     none: str | None = None  # why the paper prints no such pair
     note: str | None = None
 
@@ -106,17 +107,30 @@ def fair_claims_path(papers_dir: str | os.PathLike | None = None) -> Path:
     return Path(papers_dir or PAPERS_DIR) / FAIR_KEY / FAIR_CLAIMS_FILE
 
 
-def load_fair_claims(papers_dir: str | os.PathLike | None = None) -> FairClaims:
-    """Load the file and check every row it names against its paper's published.yaml: the table, the method's row
-    and each baseline's row exist, on the entry's dataset, and print the metric. Errors name the file and entry."""
+def load_fair_claims(papers_dir: str | os.PathLike | None = None, study: Study | None = None) -> FairClaims:
+    """Load the file and check it: each entry's method is one of the ``study``'s papers' methods and its baselines
+    the study's classic baselines (default: the repository's ``reproduce/fair/study.yaml``); every row it names is
+    in its paper's published.yaml: the table, the method's row and each baseline's row exist, on the entry's
+    dataset, and print the metric. Errors name the file and entry."""
     path = fair_claims_path(papers_dir)
     if not path.is_file():
         raise InputError(f"{path}: the fair table's claimed gains file not found")
     claims = load_yaml_model(path, FairClaims, "fair claims file")
+    methods = (study or load_study(RECIPES_DIR, FAIR_KEY)).methods
     for index, entry in enumerate(claims.claims):
+        where = f"{path}: claims[{index}] ({entry.method} on {entry.dataset})"
+        if entry.method not in methods.papers:
+            raise InputError(
+                f"{where}: field method: expected a paper method of the study ({', '.join(methods.papers)})"
+            )
+        for baseline in entry.baselines:
+            if baseline not in methods.baselines:
+                raise InputError(
+                    f"{where}: field baselines.{baseline}: expected a classic baseline of the study "
+                    f"({', '.join(methods.baselines)}), found {baseline!r}"
+                )
         if entry.none is not None:
             continue
-        where = f"{path}: claims[{index}] ({entry.method} on {entry.dataset})"
         paper = load_published(entry.method, papers_dir)
         assert entry.table is not None and entry.row is not None  # checked by the validator
         for field, row_id in [("row", entry.row), *((f"baselines.{b}", r) for b, r in entry.baselines.items())]:

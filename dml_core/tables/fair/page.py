@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.output_paths import recorded_path
 from dml_core.results import ResultsFile
 from dml_core.tables.fair.search import SearchSection
@@ -145,15 +146,10 @@ def batches_label(sampler: Mapping[str, Any], record: Mapping[str, Any] | None =
     ...               {"settings": {"shuffled_pool_size": None}, "derived": {"pool_images": 150}})
     '6×5 + 30 shuffled (pool: 150 images, half)'
     """
-    params = sampler.get("params", {})
-    p, k = params.get("classes_per_batch"), params.get("images_per_class")
-    labels = {
-        "pk": f"PK {p}×{k}",
-        "paired": f"2 draws of {p}×{k}",
-        "two_stream": f"{p}×{k} + {p * k if p and k else '?'} shuffled",
-        "random": f"random {params.get('batch_size')}",
-    }
-    label = labels.get(str(sampler.get("name")), str(sampler.get("name")))
+    from dml_core.data.samplers import SAMPLERS  # here: the data package loads torch, most pages do not need it
+
+    name = str(sampler.get("name"))
+    label = SAMPLERS[name].batch_makeup(sampler.get("params", {})) if name in SAMPLERS else name
     images = (record or {}).get("derived", {}).get("pool_images")
     if images is not None:
         size = (record or {}).get("settings", {}).get("shuffled_pool_size")
@@ -405,7 +401,7 @@ def fair_markdown(tables: FairTables, figure: Path | None) -> str:
     lines = [TITLE, ""]
     if tables.tier == Tier.MINI:
         lines += [MINI_BANNER, ""]
-    command = "nox -s dml -- tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
+    command = f"{DML} tables fair" + (" --mini" if tables.tier == Tier.MINI else "")
     lines += [
         f"Tier: **{tables.tier.value}**. Built by `{command}` from {_files(tables.files)} in `{source}/`; every "
         f"run's checkpoint was selected by `{tables.rule}` ({RULE_METRIC[tables.rule]}).",

@@ -89,6 +89,6 @@ def search_section(
         validation = {point: validation_mean(chosen, rule) for point, chosen in ran.items()}
         order = sorted(ran, key=lambda point: (-validation[point], rank(point)))
         methods.append(SearchedMethod(line.method, validation, {p: len(r) for p, r in ran.items()}, order[0]))
-        lines.append(MethodLine(line.method, line.dataset, tuple(ran[order[0]])))
+        lines.append(MethodLine(line.method, line.dataset, tuple(ran[order[0]]), line.kind))
     judged = judged_section(section.dataset, lines, rule, study, tier, search=True)
     return SearchSection(judged, methods, VALIDATION_RULES[rule], points)

@@ -26,7 +26,7 @@ from pathlib import Path
 from dml_core.errors import InputError
 from dml_core.output_paths import results_folder
 from dml_core.published import PublishedPaper
-from dml_core.recipes.study import SEARCH_READING, Study
+from dml_core.recipes.study import SEARCH_READING, Study, StudyMethods
 from dml_core.results import ResultsFile, select
 from dml_core.tables.fair.batches import why_not_shared
 from dml_core.tables.fair.claims import ClaimedGain, ClaimedPair, FairClaims
@@ -35,7 +35,7 @@ from dml_core.tables.fair.verdicts import PAIRED, Difference, Verdict, paired_di
 from dml_core.tables.gate.join import load_results_folder, run_variant
 from dml_core.tables.pages.mini import LEARNING_GAIN
 from dml_core.tier import Tier
-from dml_core.vocabulary import FAIR_CONTROLS, FAIR_DATASETS, FAIR_KEY, FAIR_METHODS, PAPER_KEYS
+from dml_core.vocabulary import FAIR_DATASETS, FAIR_KEY
 
 # The rules the fair protocol admits: the validation split picks the checkpoint, never the test classes; the other
 # one of the two is shown beside it, from the same runs (the pick does not change training).
@@ -43,9 +43,6 @@ VALIDATION_RULES = {"best_val_r1": "R@1", "best_val_map_r": "MAP@R"}
 METRICS = ("R@1", "MAP@R", "NMI")
 VALIDATION_R1 = "validation R@1"
 HYPOTHESIS, EXPLORATORY = "hypothesis", "exploratory"
-# Each control, the paper method it is the control of and the classic baseline whose loss it runs
-# (reproduce/fair/controls.yaml): method - control is the method's term alone, control - baseline the batch makeup.
-CONTROLS = {"multi-similarity-paired": ("cgml", "multi-similarity")}
 
 
 @dataclass(frozen=True)
@@ -80,17 +77,13 @@ class FairRun:
 
 @dataclass(frozen=True)
 class MethodLine:
-    """One method on one dataset over its seeds (no runs: not run)."""
+    """One method on one dataset over its seeds (no runs: not run); ``kind``: the study's word for the method
+    (``paper``, ``baseline`` or ``control``: ``StudyMethods.kind``)."""
 
     method: str
     dataset: str
     runs: tuple[FairRun, ...]
-
-    @property
-    def kind(self) -> str:
-        if self.method in PAPER_KEYS:
-            return "paper"
-        return "control" if self.method in FAIR_CONTROLS else "baseline"
+    kind: str
 
     @property
     def ran(self) -> bool:
@@ -281,18 +274,19 @@ class FairTables:
         return len(self.study.family(self.tier))
 
 
-def method_and_dataset(recipe_id: str, origin: Path) -> tuple[str, str]:
-    """``multi-similarity-cub200`` -> ``("multi-similarity", "cub200")``; an id outside the study is an error.
+def method_and_dataset(recipe_id: str, methods: Sequence[str], origin: Path) -> tuple[str, str]:
+    """``multi-similarity-cub200`` -> ``("multi-similarity", "cub200")``; an id outside the study's ``methods`` and
+    data sets is an error.
 
-    >>> method_and_dataset("triplet-semihard-cars196", Path("x.json"))
+    >>> method_and_dataset("triplet-semihard-cars196", ["npair", "triplet-semihard"], Path("x.json"))
     ('triplet-semihard', 'cars196')
     """
     for dataset in FAIR_DATASETS:
         method = recipe_id.removesuffix(f"-{dataset}")
-        if method != recipe_id and method in FAIR_METHODS:
+        if method != recipe_id and method in methods:
             return method, dataset
     raise InputError(
-        f"{origin}: field recipe.id: expected <method>-<dataset> with method one of {', '.join(FAIR_METHODS)} and "
+        f"{origin}: field recipe.id: expected <method>-<dataset> with method one of {', '.join(methods)} and "
         f"dataset one of {', '.join(FAIR_DATASETS)}, found {recipe_id!r}"
     )
 
@@ -306,9 +300,9 @@ def is_search_variant(variant: str) -> bool:
     return variant.startswith(f"{SEARCH_READING}=") and "~" not in variant
 
 
-def load_fair_runs(results_root: Path, tier: Tier) -> tuple[list[FairRun], Path]:
-    """Every results file of the study at ``tier``, checked: a deep run of this tier; one of the table's (default
-    readings or a search point) selected on the validation split."""
+def load_fair_runs(results_root: Path, tier: Tier, methods: StudyMethods) -> tuple[list[FairRun], Path]:
+    """Every results file of the study at ``tier``, checked: a deep run of this tier, of one of the study's
+    ``methods``; one of the table's (default readings or a search point) selected on the validation split."""
     folder = results_folder(results_root, FAIR_KEY, tier)
     runs = []
     for item in load_results_folder(folder, tier) if folder.is_dir() else []:
@@ -318,7 +312,7 @@ def load_fair_runs(results_root: Path, tier: Tier) -> tuple[list[FairRun], Path]
         if results.tier != tier:
             found = results.tier.value
             raise InputError(f"{item.path}: field tier: expected {tier.value!r} in {folder}, found {found!r}")
-        method, dataset = method_and_dataset(results.recipe.id, item.path)
+        method, dataset = method_and_dataset(results.recipe.id, methods.names, item.path)
         run = FairRun(method, dataset, item.path, results)
         if (run.variant == "" or is_search_variant(run.variant)) and results.selection.rule not in VALIDATION_RULES:
             raise InputError(
@@ -347,12 +341,13 @@ def reference_baseline(lines: Sequence[MethodLine], rule: str) -> MethodLine | N
     return max(candidates, key=lambda line: statistics.fmean(line.validation_values(metric)), default=None)
 
 
-def control_comparisons(lines: Sequence[MethodLine]) -> list[Comparison]:
+def control_comparisons(lines: Sequence[MethodLine], methods: StudyMethods) -> list[Comparison]:
     """Each control that ran against its paper method (the method's term alone) and its classic baseline (the batch
     makeup alone), in test R@1: exploratory."""
     found = []
     by_method = {line.method: line for line in lines}
-    for control, (method, baseline) in CONTROLS.items():
+    for control, declared in methods.controls.items():
+        method, baseline = declared.method, declared.baseline
         line = by_method.get(control)
         if line is None or not line.ran:
             continue
@@ -417,9 +412,12 @@ def dataset_section(
     """One dataset's lines (every method of the study, in its order), reference, comparisons, the controls' and
     the printed gains beside this study's."""
     by_seed = sorted(runs, key=lambda run: run.results.seed)
-    lines = [MethodLine(method, dataset, tuple(r for r in by_seed if r.method == method)) for method in FAIR_METHODS]
+    lines = [
+        MethodLine(method, dataset, tuple(r for r in by_seed if r.method == method), study.methods.kind(method))
+        for method in study.methods.names
+    ]
     section = judged_section(dataset, lines, rule, study, tier)
-    section.controls = control_comparisons(lines)
+    section.controls = control_comparisons(lines, study.methods)
     shared, differing = protocol_lines([(run.method, run.results) for line in lines for run in line.runs])
     section.protocol, section.protocol_differences = shared, differing
     printed_gains(section, claims, papers)

@@ -21,6 +21,7 @@ from dml_core.errors import InputError
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.published import PublishedPaper, PublishedRow, find_row
 from dml_core.results import AnyResults, LinearResultsFile, ResultsFile, load_results
+from dml_core.tables.gate.long_form import LongFormLine, long_form_frame
 from dml_core.tables.gate.noise import NoPerQueryData, PerQueryIntervals, bootstrap_interval, gate, line_spread
 from dml_core.tables.gate.tolerances import Tolerances
 from dml_core.tier import Tier
@@ -34,12 +35,6 @@ TIMING_METRICS = frozenset({"iterations_per_second", "training_hours"})
 WITHIN, BELOW, ABOVE, NOT_RUN, NOT_EVALUATED = "within tolerance", "below", "above", "not run", "not evaluated"
 SMOKE = "n/a (smoke)"
 WAIVED = "waived"  # below published, under a reviewed waiver (papers/<key>/known_gaps.yaml; known_gaps.py)
-
-COLUMNS = (
-    "table", "row", "method", "dataset", "quoted", "recipe", "variant", "seeds", "unit", "samples", "metric",
-    "published", "published_std", "reproduced", "std", "final", "spread", "spread_basis", "interval_low",
-    "interval_high", "delta", "tolerance", "gate", "gate_basis", "status", "note",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -192,7 +187,7 @@ def _lines_for(
     tolerances: Tolerances,
     tier: Tier,
     intervals: PerQueryIntervals,
-) -> list[dict]:
+) -> list[LongFormLine]:
     seeds = ",".join(str(seed) for seed in sorted(r.seed for r in runs))
     unit = "split" if runs and all(isinstance(r, LinearResultsFile) for r in runs) else "seed"
     note = linear_note(runs)
@@ -217,34 +212,34 @@ def _lines_for(
         else:
             status = status_of(published, mean, width)
         lines.append(
-            {
-                "table": table_id,
-                "row": row.id,
-                "method": row.method,
-                "dataset": row.dataset,
-                "quoted": row.quoted,
-                "recipe": recipe,
-                "variant": variant,
-                "seeds": seeds,
-                "unit": unit,
-                "samples": len(values),
-                "metric": metric,
-                "published": published,
-                "published_std": row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
-                "reproduced": mean,
-                "std": std,
-                "final": float(np.mean(finals)) if finals else math.nan,  # mean at the runs' last evaluations
-                "spread": spread.value,
-                "spread_basis": spread.basis,
-                "interval_low": interval.low if interval else math.nan,  # a single seed's 95% bootstrap interval
-                "interval_high": interval.high if interval else math.nan,
-                "delta": mean - published,
-                "tolerance": tolerance,
-                "gate": width,
-                "gate_basis": basis,
-                "status": status,
-                "note": note,
-            }
+            LongFormLine(
+                table=table_id,
+                row=row.id,
+                method=row.method,
+                dataset=row.dataset,
+                quoted=row.quoted,
+                recipe=recipe,
+                variant=variant,
+                seeds=seeds,
+                unit=unit,
+                samples=len(values),
+                metric=metric,
+                published=published,
+                published_std=row.metrics.get(metric + SPREAD_SUFFIX, math.nan),
+                reproduced=mean,
+                std=std,
+                final=float(np.mean(finals)) if finals else math.nan,  # mean at the runs' last evaluations
+                spread=spread.value,
+                spread_basis=spread.basis,
+                interval_low=interval.low if interval else math.nan,  # a single seed's 95% bootstrap interval
+                interval_high=interval.high if interval else math.nan,
+                delta=mean - published,
+                tolerance=tolerance,
+                gate=width,
+                gate_basis=basis,
+                status=status,
+                note=note,
+            )
         )
     return lines
 
@@ -277,9 +272,9 @@ def join(
         keys.update((table_id, row_id, recipe, "") for recipe in recipes)
     order = {table.id: index for index, table in enumerate(paper.tables)}
     row_order = {(table.id, row.id): index for table in paper.tables for index, row in enumerate(table.rows)}
-    lines: list[dict] = []
+    lines: list[LongFormLine] = []
     for table_id, row_id, recipe, variant in sorted(keys, key=lambda k: (order[k[0]], row_order[k[:2]], k[3], k[2])):
         row = find_row(paper, table_id, row_id)
         found = runs.get((table_id, row_id, recipe, variant), [])
         lines += _lines_for(table_id, row, recipe, variant, found, tolerances, tier, intervals or NoPerQueryData())
-    return pd.DataFrame(lines, columns=list(COLUMNS))
+    return long_form_frame(lines)

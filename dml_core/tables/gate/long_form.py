@@ -1,25 +1,68 @@
 """The long form of one paper's comparison as CSV (``tables/[smoke/]<key>.csv``): one line per (published row,
-run, reading, metric), the columns of :data:`dml_core.tables.gate.join.COLUMNS`. Machines read this file (the nightly
-check, the tables index), never the Markdown."""
+run, reading, metric), a :class:`LongFormLine` each. Machines read this file (the nightly check, the tables index),
+never the Markdown."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.errors import InputError
-from dml_core.tables.gate.join import COLUMNS
 
+# A column that long forms written before it lack: read back as not measured.
+LATER = {"later": True}
+
+
+@dataclass(frozen=True)
+class LongFormLine:
+    """One line of the long form; its fields are the columns, in order, and their types how the CSV is read back
+    (text, numbers, a flag). The meaning of each value: ``dml_core.tables.gate.join``."""
+
+    table: str
+    row: str
+    method: str
+    dataset: str
+    quoted: bool
+    recipe: str
+    variant: str
+    seeds: str
+    unit: str
+    samples: int
+    metric: str
+    published: float
+    published_std: float
+    reproduced: float
+    std: float
+    final: float
+    spread: float
+    spread_basis: str
+    interval_low: float = dataclasses.field(metadata=LATER)
+    interval_high: float = dataclasses.field(metadata=LATER)
+    delta: float
+    tolerance: float
+    gate: float
+    gate_basis: str
+    status: str
+    note: str
+
+
+_FIELDS = dataclasses.fields(LongFormLine)
+COLUMNS: tuple[str, ...] = tuple(field.name for field in _FIELDS)
 # Read back as text, whatever pandas would guess ("" is a value, not a missing one).
-_TEXT_COLUMNS = ("table", "row", "method", "dataset", "recipe", "variant", "seeds", "unit", "metric",
-                 "spread_basis", "gate_basis", "status", "note")  # fmt: skip
-_NUMBER_COLUMNS = ("samples", "published", "published_std", "reproduced", "std", "final", "spread", "interval_low",
-                   "interval_high", "delta", "tolerance", "gate")  # fmt: skip
-# Columns that long forms written before them lack: read back as not measured.
-_LATER_COLUMNS = ("interval_low", "interval_high")
+_TEXT_COLUMNS = tuple(field.name for field in _FIELDS if field.type == "str")
+_NUMBER_COLUMNS = tuple(field.name for field in _FIELDS if field.type in ("int", "float"))
+_LATER_COLUMNS = tuple(field.name for field in _FIELDS if field.metadata.get("later"))
+
+
+def long_form_frame(lines: list[LongFormLine]) -> pd.DataFrame:
+    """The long form of ``lines``, columns :data:`COLUMNS` (none: an empty frame of those columns)."""
+    return pd.DataFrame([dataclasses.astuple(line) for line in lines], columns=list(COLUMNS))
 
 
 def long_form_path(markdown_path: Path) -> Path:
@@ -38,7 +81,7 @@ def read_long_form(path: str | Path) -> pd.DataFrame:
     """A long-form CSV written by :func:`write_long_form`, with its types back; errors name file and field."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: long-form table not found (run `nox -s dml -- tables` first)")
+        raise InputError(f"{path}: long-form table not found (run `{DML} tables` first)")
     try:
         frame = pd.read_csv(
             io.StringIO(path.read_text(encoding="utf-8")),

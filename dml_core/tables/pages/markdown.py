@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dml_core.command_line import DML
 from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.provenance import git_starts
@@ -386,7 +387,7 @@ def gate_section(inputs: PageInputs) -> list[str]:
     lines = ["## Results gate", ""]
     if inputs.refused:
         lines += [
-            f"Refused, shown in no table ({len(inputs.refused)} results file(s); `nox -s dml -- tables --check` fails "
+            f"Refused, shown in no table ({len(inputs.refused)} results file(s); `{DML} tables --check` fails "
             "on them):",
             "",
             *(f"- `{refusal.path.name}`: {refusal.reason}" for refusal in inputs.refused),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dml_core.atomic_io import atomic_write_text
+from dml_core.command_line import DML
 from dml_core.host_load import shared_host_note
 from dml_core.output_paths import results_folder, tables_markdown
 from dml_core.recipes.mini import MiniComparison, load_mini_comparison, mini_file
@@ -256,7 +257,7 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
     if any(row.start != "random" for row in rows):
         lines += [GLYPH_START_NOTE, ""]
     if not rows:
-        lines += [f"No mini results yet: `nox -s dml -- reproduce {key} --mini` trains them.", ""]
+        lines += [f"No mini results yet: `{DML} reproduce {key} --mini` trains them.", ""]
     else:
         lines += [
             "| Run | Role | Backbone | Image | Iterations | Seeds | R@1 untrained | R@1 trained | Gain (R@1) "
@@ -307,7 +308,7 @@ def mini_markdown(key: str, rows: Sequence[MiniRow], comparison: MiniComparison 
         else:
             lines += ["No ordering yet: it needs mini results of the proposed run and of a baseline.", ""]
     shows = SHOWS + (" " + FLAGGED_NOTE.format(key=key) if any(row.flagged for row in rows) else "")
-    lines += [shows, "", f"Generated from `{source}` by `nox -s dml -- reproduce {key} --mini`.", ""]
+    lines += [shows, "", f"Generated from `{source}` by `{DML} reproduce {key} --mini`.", ""]
     return "\n".join(lines)
 
 

@@ -11,8 +11,10 @@ import math
 
 import pandas as pd
 import pytest
+import yaml
 
 from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
 from dml_core.tables.fair.build import build_fair_tables, write_fair_tables
 from dml_core.tables.fair.verdicts import BETTER, INCONCLUSIVE, NOT_ESTIMABLE, PAIRED, WELCH, WORSE
 from dml_core.tier import Tier
@@ -334,6 +336,24 @@ def test_a_run_outside_the_study_and_a_file_of_another_tier_are_refused(tmp_path
     (tmp_path / "results" / "fair" / "npair-cub200-seed0.json").rename(tmp_path / "results/mini/fair/x-seed0.json")
     with pytest.raises(InputError, match="field tier: expected 'mini'"):
         _page(tmp_path, Tier.MINI)
+
+
+def test_the_study_runs_the_methods_its_file_declares_in_their_order(tmp_path):
+    """The methods, their kinds and their order are reproduce/fair/study.yaml's, not derived from the suite's paper
+    keys: a study that lists another baseline admits its runs as a baseline (the file above refused them), and
+    lists its paper methods in the order it declares them."""
+    study = yaml.safe_load((RECIPES_DIR / "fair" / "study.yaml").read_text())
+    study["methods"]["papers"] = ["cgml", *(key for key in study["methods"]["papers"] if key != "cgml")]
+    study["methods"]["baselines"].append("lifted")
+    (tmp_path / "reproduce" / "fair").mkdir(parents=True)
+    (tmp_path / "reproduce" / "fair" / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+    write_runs(tmp_path / "results", {"lifted": [45.0, 46.0, 47.0], "multi-similarity": RUNS["multi-similarity"]})
+    section = build_fair_tables(tmp_path / "results", Tier.FULL, recipes_dir=tmp_path / "reproduce").sections[0]
+    declared = [*study["methods"]["papers"], *study["methods"]["baselines"], *study["methods"]["controls"]]
+    assert [line.method for line in section.lines] == declared
+    assert section.line("lifted").kind == "baseline" and section.line("lifted").ran
+    assert section.line("multi-similarity-paired").kind == "control" and section.line("cgml").kind == "paper"
+    assert {c.ours.method for c in section.exploratory} == {"lifted"}  # the other baseline that ran: exploratory
 
 
 def test_the_mini_tier_writes_its_own_page_with_its_banner(tmp_path):

@@ -8,8 +8,10 @@ import pytest
 import yaml
 
 from dml_core.errors import InputError
+from dml_core.output_paths import RECIPES_DIR
 from dml_core.published import PAPERS_DIR, find_row, load_published
 from dml_core.recipes.catalog import load_paper
+from dml_core.recipes.study import load_study
 from dml_core.tables.fair.claims import fair_claims_path, load_fair_claims
 from dml_core.vocabulary import FAIR_DATASETS, FAIR_KEY, PAPER_KEYS
 
@@ -23,11 +25,25 @@ def test_every_row_named_resolves_in_published_yaml_on_its_dataset():
             assert {find_row(paper, entry.table, row).dataset for row in rows} == {entry.dataset}
 
 
-def test_every_paper_method_has_an_entry_on_every_dataset():
+def test_every_paper_method_of_the_study_has_an_entry_on_every_dataset():
     claims = load_fair_claims()
     assert sorted((e.method, e.dataset) for e in claims.claims) == sorted(
-        (method, dataset) for method in PAPER_KEYS for dataset in FAIR_DATASETS
+        (method, dataset) for method in load_study(RECIPES_DIR, FAIR_KEY).methods.papers for dataset in FAIR_DATASETS
     )
+
+
+def test_an_entry_of_a_method_or_baseline_outside_the_study_is_an_error_naming_it(tmp_path):
+    claims = yaml.safe_load(fair_claims_path().read_text())
+    papers = _papers_copy(tmp_path, claims)
+    study = load_study(RECIPES_DIR, FAIR_KEY)
+    without = study.model_copy(update={"methods": study.methods.model_copy(update={"baselines": ["npair"]})})
+    with pytest.raises(InputError) as error:
+        load_fair_claims(papers, without)
+    assert str(error.value).startswith(f"{fair_claims_path(papers)}: claims[0] (damlrrm on cub200): field baselines.")
+    assert "expected a classic baseline of the study (npair), found " in str(error.value)
+    others = study.model_copy(update={"methods": study.methods.model_copy(update={"papers": ["anml"]})})
+    with pytest.raises(InputError, match=r"claims\[0\] \(damlrrm on cub200\): field method: expected a paper method"):
+        load_fair_claims(papers, others)
 
 
 def test_the_gain_is_the_published_difference_over_that_same_baseline():

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 
 from dml_core.tables.gate.check import check_long_forms, check_paper, line_key, summarize, waived_lines
-from dml_core.tables.gate.join import COLUMNS, WAIVED, status_of
-from dml_core.tables.gate.long_form import write_long_form
+from dml_core.tables.gate.join import WAIVED, status_of
+from dml_core.tables.gate.long_form import COLUMNS, write_long_form
 from dml_core.tier import Tier
 
 

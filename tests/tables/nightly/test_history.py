@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dml_core.errors import InputError
-from dml_core.tables.gate.join import COLUMNS
+from dml_core.tables.gate.long_form import COLUMNS
 from dml_core.tables.nightly.history import NightlyRecord, history_path, previous_passing, read_history, record_nightly
 from dml_core.tables.nightly.trends import draw_trends, trend_path
 

@@ -15,6 +15,7 @@ COMPARISON = {
     "baselines": ["lifted-cub200"],
     "claim": "OURS beats Lifted (Table 1).",
     "why": "the two runs of the synthetic paper",
+    "main": "ours-cub200",
 }
 
 
