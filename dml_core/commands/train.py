@@ -1,5 +1,5 @@
 """``dml train RUN``: run a recipe (a run id of ``dml recipes list``, or a recipe file), write checkpoints and a
-results file."""
+results file: planned, checked and trained as ``dml reproduce``'s runs are (``dml_core.runner.one_run``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ from pathlib import Path
 
 from dml_core.command_line import DML
 from dml_core.commands.options import DEVICE_HELP, add_max_steps_option, add_reading_option, add_tier_flags, chosen_tier
-from dml_core.errors import InputError
-from dml_core.output_paths import rehearsal_root, runs_root
-from dml_core.tier import Tier
 
 
 def add_parser(subparsers) -> None:
@@ -62,59 +59,21 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: training loads torch; `dml train --help` stays light.
-    from dml_core.finished_runs import check_finished_run
-    from dml_core.recipes import check_reading_choices, parse_reading_choices, resolve_run
-    from dml_core.recipes.resolve import resolve
-    from dml_core.runner.component_check import check_components
-    from dml_core.runner.eta import counted
-    from dml_core.training import train
-    from dml_core.training.device_choice import check_run_device, describe_device
-    from dml_core.training.distributed import Process
-    from dml_core.training.trainer import RESULTS_NAME
-    from dml_core.writable import require_writable_file, require_writable_folder
+    from dml_core.runner.one_run import OneRun, train_one
 
-    run_definition = resolve_run(args.recipe)
-    choices = parse_reading_choices(args.readings)
-    check_reading_choices([run_definition], choices, what=f"run {run_definition.id}")
-    tier = chosen_tier(args)
-    if args.max_steps is not None and tier != Tier.FULL:
-        raise InputError(
-            f"--max-steps {args.max_steps}: a rehearsal of a full-scale run; a {tier} run is short already"
-        )
-    recipe = resolve(run_definition, choices, args.overrides, tier)
-    check_components(recipe, run_definition.settings.origins, run_definition.file)
-    check_run_device(args.device, tier)  # before any work: a full-scale run does not fall back to the CPU
-    name = f"{recipe.run_name}-seed{recipe.training.seed}{'' if tier == Tier.FULL else f'-{tier}'}"
-    out = args.out or (rehearsal_root(runs_root()) if args.max_steps else runs_root()) / name
-    # Before any work: an unwritable place would otherwise be found at the first checkpoint, or after the run.
-    require_writable_folder(out, "--out")
-    results_path = args.results or out / RESULTS_NAME
-    require_writable_file(results_path, "--results")
-    rehearsal = args.max_steps is not None  # always trains: a rehearsal's results say nothing worth keeping
-    if not (args.rerun or rehearsal) and check_finished_run(results_path, recipe):  # another recipe's: refused
-        print(
-            f"{results_path}: finished earlier with this recipe (hash {recipe.content_hash()[:12]}), skipped; "
-            "--rerun trains it again"
-        )
-        return 0
-    process = Process.from_environment()
-    device = process.device(args.device)
-    if process.is_main:
-        cut = f" (rehearsal: its first {counted(args.max_steps, 'step')})" if rehearsal else ""
-        print(f"{name}: training{cut} on {describe_device(device)} in {out}", flush=True)
-    path = train(
-        recipe,
-        out,
-        recipe_path=run_definition.file,
+    one = OneRun(
+        args.recipe,
+        readings=args.readings,
         overrides=args.overrides,
-        tier=tier,
+        tier=chosen_tier(args),
+        out=args.out,
+        results=args.results,
         resume=args.resume,
         rerun=args.rerun,
         data_root=args.data_root,
         device=args.device,
-        progress=not args.no_progress,
-        results_path=args.results,
         max_steps=args.max_steps,
+        progress=not args.no_progress,
     )
-    print(path)
+    print(train_one(one))
     return 0

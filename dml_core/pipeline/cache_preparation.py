@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import torch
-
 from dml_core.atomic_io import free_disk_bytes
 from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
@@ -34,7 +32,8 @@ DISK_HEADROOM = GIB
 
 
 class PlannedTraining(Protocol):
-    """What the preparation reads of a planned run (``runner.plan.PlannedRun``: the runner is above this package)."""
+    """What the preparation reads of a planned run (``training.run_description.PlannedRun``: training is above this
+    package)."""
 
     @property
     def name(self) -> str: ...
@@ -68,25 +67,17 @@ class CacheToPrepare:
         return cache_dir(self.root, self.dataset, "train", self.resize_mode, self.resize)
 
 
-def device_type(device: str | None) -> str:
-    """The kind of device the runs will train on (``--device``, else the GPU where there is one), without starting
-    CUDA."""
-    if device:
-        return torch.device(device).type
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def caches_to_prepare(
-    plans: Sequence[PlannedTraining], data_root: Path | None, device: str | None
+    plans: Sequence[PlannedTraining], data_root: Path | None, device_type: str
 ) -> list[CacheToPrepare]:
-    """The missing or stale caches of prepared (not generated) datasets that the runs will train from."""
-    kind = device_type(device)
+    """The missing or stale caches of prepared (not generated) datasets that the runs will train from on a device
+    of ``device_type`` (the runner's choice: ``training.device_choice.chosen_device``)."""
     caches: dict[tuple, CacheToPrepare] = {}
     current: set[tuple] = set()  # checked once: a cache is read and hashed to be found current
     for plan in plans:
         recipe = plan.recipe
         spec = plan.dataset
-        if spec.generated or not wants_cache(recipe.data, kind):
+        if spec.generated or not wants_cache(recipe.data, device_type):
             continue
         root = resolve_data_root(data_root, recipe.data.root)
         config = recipe.data.transforms

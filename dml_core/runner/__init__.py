@@ -1,8 +1,12 @@
-"""Running a paper: the one package behind `dml reproduce`, `dml nightly` and the `reproduce-<key>` nox sessions.
+"""Running a paper or one run: the one package behind `dml reproduce`, `dml nightly`, `dml train` and the
+`reproduce-<key>` nox sessions.
 
 - ``run_options``: ``RunOptions``, the options ``dml reproduce`` and ``dml nightly`` share (roots, device, pipeline);
 - ``plan``: which runs (every run x seed of the recipe files, or the mini tier's headline comparison; the linear
-  plans), each resolved and placed, and which are finished;
+  plans), each resolved and placed (``plan_run``, ``dml train``'s one run too), and which are finished;
+- ``run_path``: ``RunPath``, the one path every planned run takes: the rules checked before anything trains and
+  the one training entry;
+- ``one_run``: ``OneRun`` and ``train_one``, ``dml train``'s one run on that path;
 - ``fetch``: the datasets and weight files they need and this machine lacks, fetched before the preflight's checks;
 - ``preflight``: what they need before anything trains (parameters, datasets, weight files, writable places);
 - ``component_check``: a recipe's loss, sampler and head parameters against what their registries accept (here,

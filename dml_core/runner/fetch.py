@@ -18,7 +18,7 @@ from dml_core.linear.uci import cache_path, get_uci_dataset, prepare_uci
 from dml_core.models.weights import WEIGHT_FILES, WeightFile, downloads_allowed, find_weight_file, resolve_weight_file
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.runner.linear import LinearRun
-from dml_core.runner.plan import PlannedRun
+from dml_core.training.run_description import PlannedRun
 
 
 def pretrained_backbones(plans: Sequence[PlannedRun]) -> list[str]:

@@ -21,7 +21,6 @@ from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError, NonFiniteError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import rehearsal_root
-from dml_core.pipeline.cache_preparation import caches_to_prepare, prepare_caches
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
@@ -29,17 +28,18 @@ from dml_core.runner import preflight as checks
 from dml_core.runner.eta import RunClock, counted, side_by_side_eta
 from dml_core.runner.fetch import fetch_missing_inputs
 from dml_core.runner.linear import LinearRun, plan_linear_runs, reproduce_linear
-from dml_core.runner.plan import MINI_SEEDS, PlannedRun, is_finished, paper_runs, plan_runs, selected_linear_runs
+from dml_core.runner.plan import MINI_SEEDS, is_finished, paper_runs, plan_runs, selected_linear_runs
 from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
 from dml_core.runner.run_options import RunOptions
+from dml_core.runner.run_path import RunPath
 from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tables.builder.pages import BuiltPages, build_pages
 from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
-from dml_core.training import train
-from dml_core.training.device_choice import check_run_device, describe_device
+from dml_core.training.device_choice import check_run_device, chosen_device, describe_device
 from dml_core.training.distributed import Process
+from dml_core.training.run_description import PlannedRun
 
 
 @dataclass
@@ -64,10 +64,11 @@ class Preflight(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PaperRun(RunOptions):
+class PaperRun(RunOptions, RunPath):
     """One paper's reproduction: which runs (``tier``, ``seeds``, ``only``), where it reads and writes, and how it
     trains (``RunOptions``, shared with ``dml nightly``): the options of ``dml reproduce``, whichever runner (this
-    process: ``reproduce``; jobs: ``dml_core.runner.jobs.launch_paper``) trains the runs."""
+    process: ``reproduce``; jobs: ``dml_core.runner.jobs.launch_paper``) trains the runs. Its runs are checked and
+    trained on the path of every run (``RunPath``)."""
 
     key: str
     # mini: the headline comparison of reproduce/<key>/mini.yaml, mini versions, no linear plans
@@ -86,16 +87,15 @@ class PaperRun(RunOptions):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tier", Tier(self.tier))  # "smoke" as given by a caller: the same tier
-        if self.max_steps is not None and self.tier != Tier.FULL:
-            raise InputError(
-                f"--max-steps {self.max_steps}: a rehearsal of the full-scale recipes; the {self.tier} tier's runs "
-                "are short already"
-            )
+        self.check_rehearsal()
 
     @property
-    def trains_again(self) -> bool:
-        """Whether finished runs train again: ``rerun``, and every rehearsal (its results say nothing to keep)."""
-        return self.rerun or self.max_steps is not None
+    def refusal_subject(self) -> str:
+        return f"paper {self.key}"
+
+    def missing_refusal(self, missing: Sequence[checks.MissingInput], runs: Sequence[str]) -> InputError:
+        """Every missing input with the runs it blocks, and how to train the others (``preflight.refusal``)."""
+        return InputError(checks.refusal(self.key, missing, runs))
 
     @property
     def output_roots(self) -> tuple[Path, Path]:
@@ -126,17 +126,10 @@ class PaperRun(RunOptions):
         linear_runs = selected_linear_runs(linear_runs, self.only)
         return plans, linear_runs
 
-    def training_device(self, deep_runs: bool = True) -> torch.device:
-        """The device this process trains on: ``device``, else the GPU; a full-scale run refuses to fall back to the
-        CPU (``device_choice.check_run_device``) where deep runs train (linear runs are CPU work)."""
-        if deep_runs:
-            check_run_device(self.device, self.tier)
-        return Process.from_environment().device(self.device)
-
     def plan_setting(self, device: torch.device | None) -> PlanSetting:
         """The plan's view of where the runs train: on ``device`` here, or (None) where each job runs."""
         if device is None:
-            kind = torch.device(self.device).type if self.device else "cuda"  # jobs go to GPUs unless told
+            kind = chosen_device(self.device).type if self.device else "cuda"  # jobs go to GPUs unless told
             text, gpu = f"{self.device or 'the default device'}, chosen where each run trains", None
         else:
             kind, text = device.type, describe_device(device)
@@ -157,9 +150,7 @@ class PaperRun(RunOptions):
         """Every planned run and linear run, and the plan that says what they need (``plan_report``; ``calibrate``:
         the training shapes of the runs to train timed on ``device`` first); a recipe problem is raised first."""
         plans, linear_runs = self.planned()
-        bad = checks.recipe_problems(plans)
-        if bad:
-            raise InputError(f"paper {self.key}: {len(bad)} recipe problem(s):\n  " + "\n  ".join(bad))
+        self.check_recipes(plans)
         to_train = [self.trains_again or not is_finished(plan) for plan in plans]
         setting = self.plan_setting(device)
         if calibrate:
@@ -179,10 +170,7 @@ class PaperRun(RunOptions):
         """The plan on the device a run would take (``--plan``): nothing refused, checked or written; the shapes
         timed with ``calibrate`` only. A device asked for and not here is an ``InputError`` (a GPU torch cannot use:
         the driver against the wheel's CUDA)."""
-        if self.device is not None:
-            device = Process.from_environment().device(self.device)
-        else:
-            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = Process.from_environment().device(self.device)
         plans, _, lines = self.outline(device, calibrate=bool(self.calibrate))
         try:
             if plans:  # linear runs are CPU work
@@ -209,57 +197,10 @@ class PaperRun(RunOptions):
             log(line)
         if self.download and not Process.from_environment().active:  # several processes do not fetch at once
             fetch_missing_inputs(plans, linear_runs, self.data_root, log, progress=self.progress)
-        plans, linear_runs, not_run = self._runnable(plans, linear_runs, log)
-        unwritable = checks.unwritable_outputs(plans, linear_runs, self.tables_root)
-        if unwritable:
-            raise InputError(f"paper {self.key}: outputs that cannot be written:\n  " + "\n  ".join(unwritable))
-        replaced = [] if self.trains_again else checks.results_of_other_recipes(plans)
-        if replaced:
-            raise InputError(f"paper {self.key}: finished runs of other recipes:\n  " + "\n  ".join(replaced))
+        plans, linear_runs, not_run = self.check_before_training(plans, linear_runs, log, self.tables_root)
         tolerances = load_tolerances(self.tolerances_path)
-        if not Process.from_environment().active:  # last: nothing is written unless every check passed
-            to_train = [plan for plan in plans if self.trains_again or not is_finished(plan)]  # no cache: finished
-            prepare_caches(caches_to_prepare(to_train, self.data_root, self.device), log)
+        self.prepare_caches(plans, log)  # last: nothing is written unless every check passed
         return Preflight(plans, linear_runs, tolerances, not_run)
-
-    def _runnable(
-        self, plans: list[PlannedRun], linear_runs: list[LinearRun], log: Callable[[str], None]
-    ) -> tuple[list[PlannedRun], list[LinearRun], dict[str, str]]:
-        """The runs whose inputs are all here, and each other run with its missing inputs; refused (every missing
-        input with the runs it blocks) unless ``skip_missing``."""
-        missing = checks.missing_inputs(plans, self.data_root)
-        missing += checks.missing_linear_inputs(linear_runs, self.data_root)
-        if not missing:
-            return plans, linear_runs, {}
-        names = [plan.name for plan in plans] + [run.name for run in linear_runs]
-        if not self.skip_missing:
-            raise InputError(checks.refusal(self.key, missing, names))
-        blocked = [name for name in names if any(name in entry.runs for entry in missing)]
-        log(f"--skip-missing: {len(blocked)} of {counted(len(names), 'run')} not run, for want of:")
-        for entry in missing:
-            log(f"  {entry.line(len(names))}")
-        not_run = {name: "; ".join(entry.problem for entry in missing if name in entry.runs) for name in blocked}
-        kept = [plan for plan in plans if plan.name not in not_run]
-        return kept, [run for run in linear_runs if run.name not in not_run], not_run
-
-    def train(self, plan: PlannedRun) -> Path:
-        """Train one planned run where the plan says (resuming its checkpoint if any); return its results file. A
-        full-scale run does not fall back to the CPU (``training_device``; a job checks it where it runs)."""
-        check_run_device(self.device, self.tier)
-        return train(
-            plan.recipe,
-            plan.run_dir,
-            recipe_path=plan.recipe_path,
-            overrides=list(plan.overrides),
-            tier=plan.tier,
-            resume=True,
-            data_root=self.data_root,
-            device=self.device,
-            progress=self.progress,
-            results_path=plan.results_path,
-            rerun=self.rerun,
-            max_steps=self.max_steps,
-        )
 
     def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> BuiltPages:
         """The paper's (or study's) pages at this tier from every results file of it there is, and the index
@@ -322,14 +263,6 @@ def reproduce(paper: PaperRun, log: Callable[[str], None] = print, *, build_tabl
     return report
 
 
-def _training_line(paper: PaperRun, plan: PlannedRun, device: str) -> str:
-    again = " again (--rerun)" if paper.rerun and plan.results_path.is_file() else ""
-    tier = "" if plan.tier == Tier.FULL else f" ({plan.tier})"
-    if paper.max_steps is not None:
-        tier = f" (rehearsal: its first {counted(paper.max_steps, 'step')})"
-    return f"training{again}{tier} on {device} in {plan.run_dir}"
-
-
 def _skipped(plan: PlannedRun, prefix: str, report: ReproduceReport, log: Callable) -> None:
     log(f"{prefix}: finished earlier ({plan.results_path}), skipped")
     report.skipped.append(plan.name)
@@ -349,7 +282,7 @@ def _train_one_after_another(
         if not train_it:
             _skipped(plan, prefix, report, log)
             continue
-        log(f"{prefix}: {_training_line(paper, plan, device)}{clock.eta(sum(to_train[number - 1 :]))}")
+        log(f"{prefix}: {paper.training_line(plan, device)}{clock.eta(sum(to_train[number - 1 :]))}")
         clock.start()
         try:
             paper.train(plan)
@@ -383,7 +316,7 @@ def _train_side_by_side(
     runs = counted(len(numbered), "run") + (" side by side" if len(numbered) > 1 else "")
     log(f"{paper.key}: {runs} in {counted(workers, 'worker process')}, one CPU thread each")
     for number, plan in numbered:
-        log(f"[{number}/{total}] {plan.name}: {_training_line(paper, plan, device)}")
+        log(f"[{number}/{total}] {plan.name}: {paper.training_line(plan, device)}")
     quiet = replace(paper, progress=False)  # bars of several workers would interleave
     started, ended = time.perf_counter(), 0
     number_of = {plan.name: number for number, plan in numbered}
@@ -405,8 +338,7 @@ def _train_side_by_side(
 
 def default_mini_workers(device: str | None) -> int:
     """One worker per core where the mini runs train on the CPU; one where they go to a GPU."""
-    on_cpu = torch.device(device).type == "cpu" if device else not torch.cuda.is_available()
-    return available_cores() if on_cpu else 1
+    return available_cores() if chosen_device(device).type == "cpu" else 1
 
 
 def _quiet(message: str) -> None:

@@ -27,9 +27,10 @@ from dml_core.cpu_cores import one_cpu_thread
 from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, jobs_folder
 from dml_core.runner.inline import PaperRun, ReproduceReport
-from dml_core.runner.plan import PlannedRun, is_finished
+from dml_core.runner.plan import is_finished
 from dml_core.tier import Tier
 from dml_core.training.device_choice import describe_device
+from dml_core.training.run_description import PlannedRun
 
 # What submits jobs (``dml reproduce --launcher inline``, the default, is ``reproduce``: this process).
 JOB_LAUNCHERS = ("local", "slurm")

@@ -4,12 +4,9 @@ finished already."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from dml_core.data.registry import DatasetSpec, get_spec
 from dml_core.errors import InputError
 from dml_core.finished_runs import is_finished_run
 from dml_core.linear.plan import LinearPlan, linear_plan_paths, load_linear_plan, table2_row_id
@@ -20,36 +17,7 @@ from dml_core.recipes.resolve import resolve
 from dml_core.recipes.settings import Recipe
 from dml_core.runner.linear import LinearRun
 from dml_core.tier import Tier
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run x seed: the resolved recipe (seed set, readings chosen, shrunk to its tier) and where it
-    writes."""
-
-    run: RunDefinition
-    overrides: tuple[str, ...]
-    recipe: Recipe
-    run_dir: Path
-    results_path: Path
-    tier: Tier = Tier.FULL
-
-    @property
-    def recipe_path(self) -> Path:
-        """The recipe file that declares the run."""
-        return self.run.file
-
-    @property
-    def name(self) -> str:
-        """``<run name> seed <seed>``: how logs and reports name the run (the run name carries any non-default
-        readings after a ``~``)."""
-        return f"{self.recipe.run_name} seed {self.recipe.training.seed}"
-
-    @cached_property
-    def dataset(self) -> DatasetSpec:
-        """The spec of the recipe's ``data.dataset``, looked up once for the preflight's checks."""
-        return get_spec(self.recipe.data.dataset)
-
+from dml_core.training.run_description import PlannedRun
 
 # The mini tier's seeds when none are given: its page reports mean +- std over them.
 MINI_SEEDS = (0, 1, 2)
@@ -110,24 +78,41 @@ def plan_runs(
     overrides."""
     choices = dict(readings or {})
     check_reading_choices(runs, choices, what=f"the runs of {key}")
+    place = paper_place(key, tier, runs_root, results_root)
     plans = []
     for run in runs:
         for seed in seeds if seeds is not None else [run.recipe(choices).training.seed]:
             overrides = (f"training.seed={seed}",) + ((f"data.pipeline={pipeline}",) if pipeline else ())
-            recipe = resolve(run, choices, overrides, tier)
-            if recipe.paper != key:
-                raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {recipe.paper!r}")
-            plans.append(
-                PlannedRun(
-                    run=run,
-                    overrides=overrides,
-                    recipe=recipe,
-                    run_dir=run_folder(runs_root, key, recipe.run_name, seed, tier),
-                    results_path=results_file(results_root, key, recipe.run_name, seed, tier),
-                    tier=tier,
-                )
-            )
+            plan = plan_run(run, choices, overrides, tier, place)
+            if plan.recipe.paper != key:
+                raise InputError(f"{run.file}: field paper: expected {key!r} (its folder), found {plan.recipe.paper!r}")
+            plans.append(plan)
     return plans
+
+
+def plan_run(
+    run: RunDefinition,
+    readings: Mapping[str, str],
+    overrides: Sequence[str],
+    tier: Tier,
+    place: Callable[[Recipe], tuple[Path, Path | None]],
+) -> PlannedRun:
+    """``run`` as it trains (``recipes.resolve``: under ``readings``, with ``overrides``, shrunk to ``tier``), where
+    ``place`` puts the resolved recipe: its run folder and results file (None: the run folder's)."""
+    recipe = resolve(run, readings, overrides, tier)
+    run_dir, results_path = place(recipe)
+    return PlannedRun(recipe, run_dir, results_path, tier, tuple(overrides), run)
+
+
+def paper_place(key: str, tier: Tier, runs_root: Path, results_root: Path) -> Callable[[Recipe], tuple[Path, Path]]:
+    """Where a paper's reproduction puts a run: ``output_paths.run_folder`` and ``results_file`` of its run name
+    and seed."""
+
+    def place(recipe: Recipe) -> tuple[Path, Path]:
+        name, seed = recipe.run_name, recipe.training.seed
+        return run_folder(runs_root, key, name, seed, tier), results_file(results_root, key, name, seed, tier)
+
+    return place
 
 
 def is_finished(plan: PlannedRun) -> bool:

@@ -39,13 +39,13 @@ from dml_core.runner.expected_hours import (
     other_device,
 )
 from dml_core.runner.linear import LinearRun, missing_uci_data
-from dml_core.runner.plan import PlannedRun
 from dml_core.runner.preflight import MISSING, TO_BUILD, run_inputs
 from dml_core.runner.training_shape import TrainingShape
 from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import keeps_finished_checkpoint
 from dml_core.training.distributed import Process
+from dml_core.training.run_description import PlannedRun
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dml_core.pipeline.image_cache import cache_problem
 from dml_core.runner.component_check import located_problems
 from dml_core.runner.eta import counted
 from dml_core.runner.linear import LinearRun, missing_uci_data
-from dml_core.runner.plan import PlannedRun
 from dml_core.training.distributed import Process
+from dml_core.training.run_description import PlannedRun
 from dml_core.writable import require_writable_file, require_writable_folder
 
 
@@ -161,7 +161,7 @@ def refusal(key: str, missing: Sequence[MissingInput], runs: Sequence[str]) -> s
 def results_of_other_recipes(plans: Sequence[PlannedRun]) -> list[str]:
     """Every planned run whose results file holds another recipe's finished run (an edited recipe, another
     version of the code's shrink): training would replace those numbers, so it is refused unless ``--rerun``
-    (the finished-run rule ``dml train`` follows too)."""
+    (the finished-run rule, ``finished_runs``)."""
     problems = []
     for plan in plans:
         try:
@@ -172,15 +172,22 @@ def results_of_other_recipes(plans: Sequence[PlannedRun]) -> list[str]:
 
 
 def unwritable_outputs(
-    plans: Sequence[PlannedRun], linear_runs: Sequence[LinearRun], tables_root: Path, shown: int = 5
+    plans: Sequence[PlannedRun],
+    linear_runs: Sequence[LinearRun],
+    tables_root: Path | None,
+    shown: int = 5,
+    names: tuple[str, str] = ("run folder", "results file"),
 ) -> list[str]:
-    """Every place the runs and the tables will write that cannot take a file (read-only, a file in the way),
-    found before anything trains; the first ``shown`` named, the rest counted."""
-    checks = [(require_writable_folder, plan.run_dir, "run folder") for plan in plans]
-    checks += [(require_writable_file, plan.results_path, "results file") for plan in plans]
-    checks += [(require_writable_file, run.results_path, "results file") for run in linear_runs]
-    checks += [(require_writable_file, run.splits_path, "run folder") for run in linear_runs if run.splits_path]
-    checks.append((require_writable_folder, tables_root, "tables folder"))
+    """Every place the runs and the tables (``tables_root``; None: none built) will write that cannot take a file
+    (read-only, a file in the way), found before anything trains, each named as ``names`` say (the run folders',
+    the results files'); the first ``shown`` named, the rest counted."""
+    folder, file = names
+    checks = [(require_writable_folder, plan.run_dir, folder) for plan in plans]
+    checks += [(require_writable_file, plan.results_path, file) for plan in plans]
+    checks += [(require_writable_file, run.results_path, file) for run in linear_runs]
+    checks += [(require_writable_file, run.splits_path, folder) for run in linear_runs if run.splits_path]
+    if tables_root is not None:
+        checks.append((require_writable_folder, tables_root, "tables folder"))
     problems = []
     for check, path, what in checks:
         try:

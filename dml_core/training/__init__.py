@@ -1,4 +1,5 @@
-"""The shared training and evaluation loop every recipe calls: ``train(recipe, out_dir, ...)``.
+"""The shared training and evaluation loop every run goes through: ``train(RunToTrain(plan, ...))``
+(``run_description``: a planned run and where and how it trains).
 
 It may import ``pipeline``, ``models``, ``data``, ``recipes``, ``losses``, ``evaluation`` and the top-level helpers,
 never ``tables``; the runner, the commands and the GPU check import it.

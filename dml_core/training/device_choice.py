@@ -112,6 +112,22 @@ def unusable_gpu() -> str | None:
     return why_torch_cannot_use(gpus[0]) if gpus else None
 
 
+def chosen_device(requested: str | None) -> torch.device:
+    """The device a run trains on: the one asked for, else the GPU where torch has one, else the CPU (no GPU index
+    chosen, nothing started on it). A string torch does not read as a device is an ``InputError``.
+
+    >>> chosen_device("cpu"), chosen_device("cuda:1")
+    (device(type='cpu'), device(type='cuda', index=1))
+    >>> chosen_device("gpu0")
+    Traceback (most recent call last):
+    dml_core.errors.InputError: device 'gpu0': expected a torch device such as cpu, cuda or cuda:1
+    """
+    try:
+        return torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError:
+        raise InputError(f"device {requested!r}: expected a torch device such as cpu, cuda or cuda:1") from None
+
+
 def check_run_device(requested: str | None, tier: Tier) -> None:
     """Refuse a full-scale run that would fall back to the CPU: only ``--device cpu`` trains one there. The smoke and
     mini tiers are CPU tiers and take it."""

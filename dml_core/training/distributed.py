@@ -23,7 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from dml_core.errors import InputError
 from dml_core.models.freezing import batchnorm_layers
-from dml_core.training.device_choice import unusable_gpu
+from dml_core.training.device_choice import chosen_device, unusable_gpu
 
 # How long the other ranks wait for rank 0's metrics. Rank 0 computes them alone (k-means and NMI over SOP's 60,502
 # test embeddings can outlast the default 10-minute collective time-out); the others wait in a CPU (gloo) group of
@@ -109,16 +109,14 @@ class Process:
         return self.world_size > 1
 
     def device(self, requested: str | None) -> torch.device:
-        """The device this process trains on, always with its index, made the current CUDA device: the requested
-        one, else the GPU when there is one (``cuda:LOCAL_RANK`` under torchrun), else the CPU.
+        """The device this process trains on (``device_choice.chosen_device``: the requested one, else the GPU when
+        there is one, else the CPU), always with its index (``cuda:LOCAL_RANK`` under torchrun), made the current
+        CUDA device.
 
         ``cuda`` without an index is the current GPU (one process) or ``cuda:LOCAL_RANK`` (several): torch's
         ``set_device`` and DDP's ``device_ids`` need an index. ``cuda:N`` under torchrun is refused: every process
         would train on the same GPU; which GPUs a job uses is ``CUDA_VISIBLE_DEVICES``'s to say."""
-        try:
-            device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
-        except RuntimeError:
-            raise InputError(f"device {requested!r}: expected a torch device such as cpu, cuda or cuda:1") from None
+        device = chosen_device(requested)
         if device.type != "cuda":
             return device
         what = f"device {requested!r}" if requested else "the default device 'cuda'"

@@ -46,12 +46,11 @@ from dml_core.training.evaluation import (
     recall_ks_within,
 )
 from dml_core.training.non_finite import NonFiniteWatch, checkpoint_left
+from dml_core.training.run_description import RunToTrain
 from dml_core.training.setup import build_run
 from dml_core.training.step import train_step
 
-RESULTS_NAME = "results.json"
-
-__all__ = ["RESULTS_NAME", "is_finished_run", "train"]
+__all__ = ["is_finished_run", "train"]
 
 
 def _rng_state(device: torch.device) -> dict:
@@ -76,33 +75,18 @@ def _restore_rng(states: list[dict] | dict, rank: int, device: torch.device, sou
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def train(
-    recipe: Recipe,
-    out_dir: str | Path,
-    *,
-    recipe_path: str | Path | None = None,
-    overrides: list[str] = (),
-    tier: Tier = Tier.FULL,
-    resume: bool = False,
-    data_root: str | Path | None = None,
-    device: str | None = None,
-    progress: bool = True,
-    results_path: str | Path | None = None,
-    rerun: bool = False,
-    max_steps: int | None = None,
-) -> Path:
-    """Run ``recipe`` (already shrunk to its ``tier``) and write its results file; return
-    its path.
+def train(run: RunToTrain) -> Path:
+    """Train ``run.plan`` (its recipe already shrunk to its tier) where ``run`` says, write its results file and
+    return its path.
 
-    ``out_dir`` holds the checkpoint (and, by default, ``results.json``). With ``resume`` an existing
+    The run folder holds the checkpoint (and, by default, the results file). With ``resume`` an existing
     checkpoint is continued. A finished run (its results file exists) is left as it is when that file records
     this recipe's hash, and refused (``InputError``) when it records another's, in every tier
     (``dml_core.finished_runs``); with ``rerun``, a finished run is trained again from the start (an interrupted
     rerun continues) and its results file is replaced, atomically, only once the new one is complete. A finished
     smoke or mini run keeps no checkpoint (``keeps_finished_checkpoint``): its results file is what says it is
-    finished. Under torchrun
-    (WORLD_SIZE > 1 in the environment) every process calls this; the process group is joined here (and left
-    again if this call created it).
+    finished. Under torchrun (WORLD_SIZE > 1 in the environment) every process calls this; the process group is
+    joined here (and left again if this call created it).
 
     ``max_steps``: a rehearsal, the recipe (and its content hash) as it is but trained for its first ``max_steps``
     iterations only, then evaluated on the Recall@K list its test split allows (``recall_ks_within``); its results
@@ -110,41 +94,21 @@ def train(
     keeps no checkpoint once finished, and continues no checkpoint of another length.
     """
     process = Process.from_environment()
-    torch_device = process.device(device)
+    torch_device = process.device(run.device)
     # before any CUDA work of the run (cuBLAS reads its workspace setting when it starts); undone when it ends
-    with run_determinism(torch_device, recipe.training.deterministic) as determinism:
+    with run_determinism(torch_device, run.plan.recipe.training.deterministic) as determinism:
         created_group = process.init_process_group(torch_device)
         try:
-            return _train(
-                recipe, Path(out_dir), process, torch_device, determinism, recipe_path=recipe_path,
-                overrides=overrides, tier=tier, resume=resume, data_root=data_root, progress=progress,
-                results_path=results_path, rerun=rerun or max_steps is not None, max_steps=max_steps,
-            )  # fmt: skip
+            return _train(run, process, torch_device, determinism)
         finally:
             if created_group:
                 process.leave_process_group()
 
 
-def _train(
-    recipe: Recipe,
-    out_dir: Path,
-    process: Process,
-    device: torch.device,
-    determinism: dict,
-    *,
-    recipe_path: str | Path | None,
-    overrides: list[str],
-    tier: Tier,
-    resume: bool,
-    data_root: str | Path | None,
-    progress: bool,
-    results_path: str | Path | None,
-    rerun: bool,
-    max_steps: int | None,
-) -> Path:
-    out_dir = Path(out_dir)
-    results_path = Path(results_path) if results_path else out_dir / RESULTS_NAME
-    checkpoint_path = out_dir / CHECKPOINT_NAME
+def _train(to_train: RunToTrain, process: Process, device: torch.device, determinism: dict) -> Path:
+    plan, max_steps, rerun = to_train.plan, to_train.max_steps, to_train.trains_again
+    recipe, tier, results_path = plan.recipe, plan.tier, plan.results_path
+    checkpoint_path = plan.run_dir / CHECKPOINT_NAME
     selection = recipe.evaluation.selection
     needed = {"best_r1": "recall", "best_val_r1": "recall", "best_val_map_r": "map_at_r"}.get(selection)
     if needed is not None and needed not in recipe.evaluation.metrics:
@@ -154,7 +118,7 @@ def _train(
     # every tier alike, before the checkpoint: a finished smoke or mini run keeps none
     if not rerun and check_finished_run(results_path, recipe):
         return results_path
-    resume = resume or rerun  # a rerun continues its own interrupted rerun, or starts a finished run over
+    resume = to_train.resume or rerun  # a rerun continues its own interrupted rerun, or starts a finished run over
     if checkpoint_path.exists() and not resume:
         raise InputError(
             f"{checkpoint_path}: a checkpoint of an earlier run is there; pass --resume to continue it "
@@ -164,7 +128,7 @@ def _train(
     check_cuda_graphs(recipe.id, recipe.training, device, process.world_size)
     git_at_start = provenance.git_state()  # the code this process imported, whatever HEAD is at the end
     torch.manual_seed(recipe.training.seed)
-    root = resolve_data_root(data_root, recipe.data.root)
+    root = resolve_data_root(to_train.data_root, recipe.data.root)
     parts = build_run(recipe, root, device, process)
     run = TrainingRun(recipe, process, device, checkpoint_path, parts, tier, max_steps)
     with closing(run):  # its loader workers go when it ends, so a process that trains many runs keeps none
@@ -172,12 +136,12 @@ def _train(
         if state is not None and run.accepts(state, rerun):
             run.restore(state)
         run.git_segments.append({"from": run.iteration, **git_at_start})
-        run.train(progress)
+        run.train(to_train.progress)
 
     payload = deep_results_payload(
         recipe,
-        recipe_path=recorded_path(recipe_path) if recipe_path else None,
-        overrides=overrides,
+        recipe_path=recorded_path(plan.recipe_path) if plan.recipe_path else None,
+        overrides=list(plan.overrides),
         tier=tier,
         weights_id=run.parts.model.weights_id,
         index_hashes=dataset_index_hashes(root / recipe.data.dataset),  # which images it trained and tested on

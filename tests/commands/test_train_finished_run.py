@@ -4,8 +4,10 @@ another recipe (with or without ``--resume``) without touching its results file,
 
 import pytest
 
-from dml_core import cli, training
+from dml_core import cli
 from dml_core.results import deep_results_payload, load_results, write_results
+from dml_core.runner import run_path
+from dml_core.training.run_description import RunToTrain
 from dml_core.training.trainer import TrainingRun
 from tests.training.tiny_runs import recipe_file, tiny_run
 
@@ -32,19 +34,19 @@ def _train(recipe, out, tier, *extra):
 
 
 class StandInTrainer:
-    """``dml_core.training.train`` without the training: writes the results file a finished run of ``recipe``
-    would (the rule under test is decided before any training) and counts its calls."""
+    """``dml_core.training.train`` without the training: writes the results file a finished run of the planned
+    recipe would (the rule under test is decided before any training) and counts its calls."""
 
     def __init__(self):
         self.calls = []
 
-    def __call__(self, recipe, out_dir, *, results_path=None, **options):
-        self.calls.append(options)
-        path = results_path or out_dir / "results.json"
+    def __call__(self, run: RunToTrain):
+        self.calls.append({"tier": run.plan.tier, "resume": run.resume, "rerun": run.rerun})
+        path, recipe = run.plan.results_path, run.plan.recipe
         evaluation = {"iteration": 2, "epoch": 1.0, "metrics": {"R@1": 0.5}, "seconds": 0.1}
         timing = {"train_seconds": 1.0, "data_wait_seconds": 0.0, "compute_seconds": 1.0, "evaluation_seconds": 0.1}
         payload = deep_results_payload(
-            recipe, recipe_path=None, overrides=[], tier=options["tier"], weights_id=None,
+            recipe, recipe_path=None, overrides=[], tier=run.plan.tier, weights_id=None,
             index_hashes={}, git={}, environment={}, protocol={}, evaluations=[evaluation], timing=timing, total=2,
             resumed_runs=0, world_size=1, device_type="cpu",
         )  # fmt: skip
@@ -82,7 +84,7 @@ def test_a_finished_run_is_skipped_refused_for_another_recipe_and_trained_again_
     tier, tmp_path, monkeypatch, capsys
 ):
     trainer = StandInTrainer()
-    monkeypatch.setattr(training, "train", trainer)
+    monkeypatch.setattr(run_path, "train", trainer)  # the one training entry's trainer
     recipe, out = recipe_file(tmp_path, RECIPE), tmp_path / "run"
     assert _train(recipe, out, tier) == 0 and len(trainer.calls) == 1
     assert load_results(out / "results.json").tier == tier  # the tier --smoke / --mini chose

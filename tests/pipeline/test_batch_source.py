@@ -16,6 +16,7 @@ from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import builders, train
 from dml_core.training.checkpoint import load_checkpoint, save_checkpoint
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from dml_core.training.setup import build_run
 from dml_core.training.trainer import is_finished_run
 from tests.training.tiny_runs import recipe_file, tiny_run
@@ -136,7 +137,9 @@ def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_
     runs = {}
     for pipeline in ("auto", "pil"):
         recipe = load_recipe(recipe_file(tmp_path, tiny_run(data={"pipeline": pipeline}, training=BF16_AS_THEN)))
-        runs[pipeline] = load_results(train(recipe, tmp_path / pipeline, data_root=data_root, progress=False))
+        runs[pipeline] = load_results(
+            train(RunToTrain(PlannedRun(recipe, tmp_path / pipeline), data_root=data_root, progress=False))
+        )
     assert [e.metrics for e in runs["auto"].evaluations] == [e.metrics for e in runs["pil"].evaluations]
     assert runs["auto"].recipe.sha256 == runs["pil"].recipe.sha256
     assert runs["auto"].environment["data_loading"] | {"pipeline_reason": ""} == {
@@ -156,10 +159,16 @@ def test_a_cpu_run_on_auto_trains_as_on_pil_records_it_and_counts_earlier_cache_
     checkpoint_path = tmp_path / "pil" / "checkpoint.pt"
     state = load_checkpoint(checkpoint_path)
     save_checkpoint(checkpoint_path, {**state, "recipe_sha256": TINY_CACHE_HASH_BEFORE_AUTO})
-    train(recipe, tmp_path / "pil", resume=True, rerun=True, data_root=data_root, progress=False)
+    train(
+        RunToTrain(PlannedRun(recipe, tmp_path / "pil"), resume=True, rerun=True, data_root=data_root, progress=False)
+    )
     save_checkpoint(checkpoint_path, {**state, "recipe_sha256": "0" * 64})
     with pytest.raises(InputError, match=r"checkpoint\.pt: written by recipe tiny with hash 000000000000"):
-        train(recipe, tmp_path / "pil", resume=True, rerun=True, data_root=data_root, progress=False)
+        train(
+            RunToTrain(
+                PlannedRun(recipe, tmp_path / "pil"), resume=True, rerun=True, data_root=data_root, progress=False
+            )
+        )
 
 
 def test_pil_batches_cross_from_the_workers_as_uint8_and_reach_the_model_as_the_per_image_transform_gives(

@@ -89,7 +89,7 @@ def test_the_preflight_prepares_the_cache_saying_what_it_writes(paper, odd_sized
 
 def test_finished_runs_need_no_cache_unless_rerun(paper, odd_sized_cub, monkeypatch):
     cub = get_spec("cub200")
-    monkeypatch.setattr("dml_core.runner.inline.is_finished", lambda plan: True)
+    monkeypatch.setattr("dml_core.runner.run_path.is_finished", lambda plan: True)  # the caches it would prepare
     lines = []
     _paper_run(paper, odd_sized_cub, "cuda").preflight(lines.append)
     assert _cache_lines(lines) == [] and cache_problem(cub, odd_sized_cub, "train", "squash", 40)

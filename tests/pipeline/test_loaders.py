@@ -14,6 +14,7 @@ from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import train
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.training.tiny_runs import recipe_file, tiny_run
 
 # Two epochs of two batches, evaluated after each, after a batch that measures BN statistics.
@@ -59,7 +60,7 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
     before = {child.pid for child in multiprocessing.active_children()}
 
     for run in ("first", "second"):  # dml reproduce trains many runs in one process
-        results_path = train(load_recipe(path), tmp_path / run, progress=False)
+        results_path = train(RunToTrain(PlannedRun(load_recipe(path), tmp_path / run), progress=False))
         assert _our_children(before) == [], f"the {run} run left its loader workers behind"
 
     with_workers = [options for options in built if options.get("num_workers")]
@@ -82,7 +83,11 @@ def test_a_run_s_loaders_start_workers_outside_fork_once_and_leave_none_behind(
     in_process = copy.deepcopy(RECIPE)
     in_process["data"]["num_workers"] = 0
     without_workers = load_results(
-        train(load_recipe(recipe_file(tmp_path, in_process)), tmp_path / "in-process", progress=False)
+        train(
+            RunToTrain(
+                PlannedRun(load_recipe(recipe_file(tmp_path, in_process)), tmp_path / "in-process"), progress=False
+            )
+        )
     )
     assert [e.metrics for e in without_workers.evaluations] == [e.metrics for e in results.evaluations]
 

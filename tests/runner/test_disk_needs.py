@@ -16,6 +16,7 @@ from dml_core.runner.disk_needs import (
     training_images,
 )
 from dml_core.training import train
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.training.tiny_runs import recipe_file, tiny_run
 
 
@@ -31,7 +32,7 @@ def test_a_checkpoint_is_about_the_model_and_optimiser_state_the_plan_estimates(
     tree = tiny_run(data=data, sampler=sampler, model={"backbone": "googlenet", "width": 1.0}, optimizer=optimizer)
     recipe = load_recipe(recipe_file(tmp_path, tree))
     assert optimiser_slots(recipe) == slots
-    train(recipe, tmp_path / "run", data_root=odd_sized_cub, device="cpu", progress=False)
+    train(RunToTrain(PlannedRun(recipe, tmp_path / "run"), data_root=odd_sized_cub, device="cpu", progress=False))
     written = (tmp_path / "run" / "checkpoint.pt").stat().st_size
     estimate = checkpoint_bytes(recipe)
     assert abs(written - estimate) < 0.02 * written, (written, estimate)  # RNG states, records: under 2%

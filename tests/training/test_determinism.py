@@ -9,6 +9,7 @@ import torch
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results
 from dml_core.training import train, trainer
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.training.tiny_runs import recipe_file, tiny_run
 
 
@@ -45,7 +46,7 @@ def _train_tiny(tmp_path, monkeypatch, **training) -> tuple:
         real_train(run, progress)
 
     monkeypatch.setattr(trainer.TrainingRun, "train", train_and_look)
-    results = load_results(train(load_recipe(path), tmp_path / "run", progress=False))
+    results = load_results(train(RunToTrain(PlannedRun(load_recipe(path), tmp_path / "run"), progress=False)))
     return seen[0], results
 
 

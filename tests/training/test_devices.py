@@ -11,6 +11,7 @@ from torch.distributed.constants import default_pg_nccl_timeout, default_pg_time
 
 from dml_core.errors import InputError
 from dml_core.training.distributed import SINGLE_PROCESS, Process
+from dml_core.training.run_description import PlannedRun, RunToTrain
 
 
 @pytest.fixture
@@ -109,6 +110,10 @@ def test_a_cpu_run_on_a_gpu_machine_records_no_gpu(tmp_path, glyph_data_root, mo
     machine = provenance.environment()
     monkeypatch.setattr(provenance, "environment", lambda: {**machine, "gpu": "Fake GPU"})  # what it says there
     path = recipe_file(tmp_path, TINY_RUN)
-    results_path = train(load_recipe(path), tmp_path / "run", data_root=glyph_data_root, device="cpu", progress=False)
+    results_path = train(
+        RunToTrain(
+            PlannedRun(load_recipe(path), tmp_path / "run"), data_root=glyph_data_root, device="cpu", progress=False
+        )
+    )
     results = load_results(results_path)
     assert (results.environment["device"], results.environment["gpu"]) == ("cpu", None)

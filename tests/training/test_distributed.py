@@ -8,6 +8,7 @@ import torch
 
 from dml_core.errors import InputError
 from dml_core.training.distributed import SINGLE_PROCESS, Process, recipe_order, shard_slots
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.torchrun import torchrun
 from tests.training import ddp_step_worker
 
@@ -86,7 +87,7 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(ddp_step_worker.TINY_RECIPE))
     data_root = tmp_path / "data"
-    train(load_recipe(recipe_path), tmp_path / "single", data_root=data_root, progress=False)
+    train(RunToTrain(PlannedRun(load_recipe(recipe_path), tmp_path / "single"), data_root=data_root, progress=False))
 
     out = tmp_path / "two"
     train_args = [str(recipe_path), "--out", str(out), "--no-progress", "--device", "cpu"]  # full scale, on the CPU
@@ -103,7 +104,7 @@ def test_dml_train_on_two_processes_matches_one_and_resumes_after_a_kill(tmp_pat
     # resuming on another number of processes (here one, without torchrun) is refused: each process restores its
     # own RNG state
     with pytest.raises(InputError, match=r"written by a run on 2 process\(es\), resumed on 1"):
-        train(load_recipe(recipe_path), out, resume=True, data_root=data_root, progress=False)
+        train(RunToTrain(PlannedRun(load_recipe(recipe_path), out), resume=True, data_root=data_root, progress=False))
     assert load_checkpoint(checkpoint)["iteration"] == 2, "the refused resume left the checkpoint as it was"
 
     completed = torchrun(2, *args, "--resume", env=env)

@@ -53,6 +53,7 @@ from dml_core.runner.side_by_side import run_side_by_side
 from dml_core.tier import Tier
 from dml_core.training import builders, setup, trainer
 from dml_core.training import train as train_run
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from dml_core.vocabulary import PAPER_KEYS
 
 SLOW = pytest.mark.slow  # three tiny runs of 25-60 s each on one thread and twelve of 6-15 s, side by side
@@ -217,7 +218,9 @@ def train_tiny(job: TinyJob) -> TinyRun:
         recorder = Recorder(trainer.train_step)
         monkeypatch.setattr(trainer, "train_step", recorder)
         recipe = tiny_recipe(job.key, dict(job.length))
-        path = train_run(recipe, job.out_dir, tier=Tier.MINI, data_root=job.data_root, progress=False)
+        path = train_run(
+            RunToTrain(PlannedRun(recipe, job.out_dir, tier=Tier.MINI), data_root=job.data_root, progress=False)
+        )
     evaluations = load_results(path).evaluations
     assert evaluations[0].iteration == 0, "a tiny run evaluates before its first update"
     return TinyRun(

@@ -6,11 +6,12 @@ import pytest
 
 from dml_core.evaluation.per_query import PerQuery
 from dml_core.query_terms_file import companion_path, read_query_terms
-from dml_core.recipes import load_recipe
+from dml_core.recipes import load_recipe, resolve_run
 from dml_core.results import load_results
 from dml_core.training import train
 from dml_core.training.checkpoint import load_checkpoint
 from dml_core.training.evaluation import PickedQueryTerms
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.training.test_trainer import _recipe_file
 
 
@@ -59,8 +60,8 @@ def test_the_checkpoint_state_round_trips_and_nothing_kept_writes_nothing(tmp_pa
 @pytest.mark.usefixtures("glyph_data_root")
 def test_a_tiny_run_writes_the_terms_of_its_picks_beside_its_results(tmp_path):
     path = _recipe_file(tmp_path, training__iterations=6, training__eval_every=2)
-    results_path = train(load_recipe(path), tmp_path / "run", recipe_path=path, progress=False,
-                         data_root=tmp_path / "data")  # fmt: skip
+    plan = PlannedRun(load_recipe(path), tmp_path / "run", run=resolve_run(path))
+    results_path = train(RunToTrain(plan, progress=False, data_root=tmp_path / "data"))
     results = load_results(results_path)
     picks = {record.iteration for record in results.selections.values()}
     assert results.queries.file == companion_path(results_path).name

@@ -10,6 +10,7 @@ from dml_core.errors import InputError
 from dml_core.recipes import load_recipe
 from dml_core.results import RehearsalRecord, load_results
 from dml_core.training import train
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from tests.tables.synthetic import PAPER_KEY, write_papers_dir, write_recipe
 from tests.training.tiny_runs import recipe_file, tiny_run
 
@@ -35,7 +36,11 @@ def _cub_run(tmp_path, iterations=10):
 
 def test_a_rehearsal_trains_the_first_steps_of_the_recipe_and_says_so(tmp_path, odd_sized_cub):
     recipe = _cub_run(tmp_path)
-    path = train(recipe, tmp_path / "run", data_root=odd_sized_cub, device="cpu", progress=False, max_steps=1)
+    path = train(
+        RunToTrain(
+            PlannedRun(recipe, tmp_path / "run"), data_root=odd_sized_cub, device="cpu", progress=False, max_steps=1
+        )
+    )
     results = load_results(path)
     assert results.rehearsal == RehearsalRecord(max_steps=1, recipe_iterations=10)
     assert results.recipe.sha256 == recipe.content_hash()  # the recipe as it is: its hash unchanged
@@ -44,17 +49,27 @@ def test_a_rehearsal_trains_the_first_steps_of_the_recipe_and_says_so(tmp_path, 
     assert results.evaluation_protocol["knn"]["recall_ks"] == [1, 2, 4]
     assert results.environment["device"] == "cpu" and results.environment["gpu_driver"] is None
     assert not (tmp_path / "run" / "checkpoint.pt").exists(), "a finished rehearsal keeps no checkpoint"
-    again = train(recipe, tmp_path / "run", data_root=odd_sized_cub, device="cpu", progress=False, max_steps=2)
+    again = train(
+        RunToTrain(
+            PlannedRun(recipe, tmp_path / "run"), data_root=odd_sized_cub, device="cpu", progress=False, max_steps=2
+        )
+    )
     assert load_results(again).rehearsal.max_steps == 2  # a rehearsal always trains: its results keep nothing
 
 
 def test_a_rehearsal_never_continues_a_whole_run_s_checkpoint_nor_the_reverse(tmp_path, odd_sized_cub):
     recipe = _cub_run(tmp_path, iterations=1)
     recipe = recipe.model_copy(update={"evaluation": recipe.evaluation.model_copy(update={"recall_ks": [1]})})
-    train(recipe, tmp_path / "run", data_root=odd_sized_cub, device="cpu", progress=False)  # keeps its checkpoint
+    train(
+        RunToTrain(PlannedRun(recipe, tmp_path / "run"), data_root=odd_sized_cub, device="cpu", progress=False)
+    )  # keeps its checkpoint
     with pytest.raises(InputError, match=r"checkpoint.pt: written by a run of the whole recipe, continued by a "
                                          r"rehearsal cut to 1 step; use another --out"):  # fmt: skip
-        train(recipe, tmp_path / "run", data_root=odd_sized_cub, device="cpu", progress=False, max_steps=1)
+        train(
+            RunToTrain(
+                PlannedRun(recipe, tmp_path / "run"), data_root=odd_sized_cub, device="cpu", progress=False, max_steps=1
+            )
+        )
 
 
 def test_dml_train_says_its_device_first_and_puts_a_rehearsal_apart(tmp_path, odd_sized_cub, monkeypatch, capsys):

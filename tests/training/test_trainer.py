@@ -10,11 +10,12 @@ import yaml
 from dml_core import host_load
 from dml_core.data.index import dataset_index_hashes
 from dml_core.errors import InputError, NonFiniteError
-from dml_core.recipes import load_recipe
+from dml_core.recipes import load_recipe, resolve_run
 from dml_core.results import HostLoadRecord, load_results
 from dml_core.tier import Tier
 from dml_core.training import train
 from dml_core.training.checkpoint import load_checkpoint
+from dml_core.training.run_description import PlannedRun, RunToTrain
 
 RECIPE = {
     "id": "tiny",
@@ -40,6 +41,15 @@ def data_root(tmp_path_factory, copy_glyph_sets):
     return copy_glyph_sets(tmp_path_factory.mktemp("data"))
 
 
+def _train(recipe, run_dir, data_root, *, recipe_path=None, tier=Tier.FULL, **where):
+    """``train`` of ``recipe`` planned into ``run_dir`` (declared in ``recipe_path``) on ``data_root``; ``where``:
+    the other options of ``RunToTrain``."""
+    run = resolve_run(recipe_path) if recipe_path else None
+    return train(
+        RunToTrain(PlannedRun(recipe, run_dir, tier=tier, run=run), data_root=data_root, progress=False, **where)
+    )
+
+
 def _recipe_file(tmp_path, **changes):
     tree = json.loads(json.dumps(RECIPE))
     for key, value in changes.items():
@@ -54,7 +64,7 @@ def _recipe_file(tmp_path, **changes):
 def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch):
     monkeypatch.setattr(host_load, "load_average", lambda: 7.0)  # the host's load, as the trainer samples it
     path = _recipe_file(tmp_path)
-    results_path = train(load_recipe(path), tmp_path / "run", recipe_path=path, data_root=data_root, progress=False)
+    results_path = _train(load_recipe(path), tmp_path / "run", data_root, recipe_path=path)
     results = load_results(results_path)
     assert [e.iteration for e in results.evaluations] == [3, 6]
     assert set(results.evaluations[-1].metrics) == {"R@1", "R@2", "NMI", "F1", "MAP@R", "RP"}
@@ -79,16 +89,16 @@ def test_a_tiny_run_writes_a_valid_results_file(tmp_path, data_root, monkeypatch
     assert results.git["commit"]
     # A finished run is skipped, with or without --resume, also with its prose reworded; a changed computation is
     # refused (dml_core.finished_runs).
-    assert train(load_recipe(path), tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
+    assert _train(load_recipe(path), tmp_path / "run", data_root, resume=True) == results_path
     reworded = load_recipe(path).model_copy(update={"description": "reworded", "assumptions": {"1": "new"}})
-    assert train(reworded, tmp_path / "run", resume=True, data_root=data_root, progress=False) == results_path
+    assert _train(reworded, tmp_path / "run", data_root, resume=True) == results_path
     (tmp_path / "faster").mkdir()
     faster = load_recipe(_recipe_file(tmp_path / "faster", optimizer__lr=2e-3))
     with pytest.raises(InputError, match="recipe hash"):
-        train(faster, tmp_path / "run", resume=True, data_root=data_root, progress=False)
-    assert train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False) == results_path
+        _train(faster, tmp_path / "run", data_root, resume=True)
+    assert _train(load_recipe(path), tmp_path / "run", data_root) == results_path
     with pytest.raises(InputError, match="recipe hash"):
-        train(faster, tmp_path / "run", data_root=data_root, progress=False)
+        _train(faster, tmp_path / "run", data_root)
 
 
 # A run killed with SIGKILL and resumed: tests/gpu_check/test_resume.py (the GPU check's resume part, on the CPU)
@@ -110,7 +120,7 @@ def test_a_non_finite_loss_stops_with_a_diagnostic_and_keeps_the_last_good_check
         training__iterations=200,
     )
     with pytest.raises(NonFiniteError) as error:
-        train(load_recipe(path), tmp_path / "run", data_root=data_root, progress=False)
+        _train(load_recipe(path), tmp_path / "run", data_root)
     message = str(error.value)
     assert "non-finite loss at iteration" in message and "terms" in message
     bad_iteration = int(re.search(r"non-finite loss at iteration (\d+)", message).group(1))
@@ -125,9 +135,7 @@ def test_the_prepared_data_path_trains_exactly_like_the_pil_path(tmp_path, data_
     runs = {}  # (the embedded set's cache is built on first use)
     for pipeline in ("pil", "cache"):
         path = _recipe_file(tmp_path, data__pipeline=pipeline, training__iterations=3, training__eval_every=3)
-        runs[pipeline] = load_results(
-            train(load_recipe(path), tmp_path / pipeline, data_root=data_root, progress=False)
-        )
+        runs[pipeline] = load_results(_train(load_recipe(path), tmp_path / pipeline, data_root))
     assert runs["cache"].evaluations[-1].metrics == runs["pil"].evaluations[-1].metrics
 
 
@@ -135,24 +143,24 @@ def test_the_prepared_data_path_trains_exactly_like_the_pil_path(tmp_path, data_
 def test_a_finished_smoke_run_keeps_no_checkpoint_and_a_rerun_trains_again_from_the_start(tmp_path, data_root):
     recipe = load_recipe(_recipe_file(tmp_path, training__iterations=3, training__eval_every=3))
     run = tmp_path / "smoke-run"
-    results_path = train(recipe, run, tier=Tier.SMOKE, data_root=data_root, progress=False)
+    results_path = _train(recipe, run, data_root, tier=Tier.SMOKE)
     assert not (run / "checkpoint.pt").exists(), "a finished smoke run keeps no checkpoint"
     first = load_results(results_path)
     written = results_path.stat().st_ino
     # Its results file alone says it is finished: --resume trains nothing, even without the checkpoint.
-    assert train(recipe, run, tier=Tier.SMOKE, resume=True, data_root=data_root, progress=False) == results_path
+    assert _train(recipe, run, data_root, tier=Tier.SMOKE, resume=True) == results_path
     assert results_path.stat().st_ino == written
     # A rerun trains again and replaces the file (a new file; the same numbers on the CPU).
-    train(recipe, run, tier=Tier.SMOKE, resume=True, rerun=True, data_root=data_root, progress=False)
+    _train(recipe, run, data_root, tier=Tier.SMOKE, resume=True, rerun=True)
     assert results_path.stat().st_ino != written
     assert load_results(results_path).selection == first.selection
     assert not (run / "checkpoint.pt").exists()
 
     # A full-scale run keeps its finished checkpoint; a rerun starts over from iteration 0 instead of resuming it.
     full = tmp_path / "full-run"
-    results_path = train(recipe, full, data_root=data_root, progress=False)
+    results_path = _train(recipe, full, data_root)
     assert load_checkpoint(full / "checkpoint.pt")["finished"]
-    rerun = load_results(train(recipe, full, resume=True, rerun=True, data_root=data_root, progress=False))
+    rerun = load_results(_train(recipe, full, data_root, resume=True, rerun=True))
     assert rerun.timing.resumed_runs == 0 and [e.iteration for e in rerun.evaluations] == [3]
     assert rerun.selection == load_results(results_path).selection == first.selection
     assert load_checkpoint(full / "checkpoint.pt")["finished"]

@@ -14,6 +14,7 @@ from dml_core.pipeline.batch_source import CachedBatches, LoaderBatches
 from dml_core.recipes import load_recipe
 from dml_core.results import load_results, select
 from dml_core.training import builders, train
+from dml_core.training.run_description import PlannedRun, RunToTrain
 from dml_core.training.setup import build_run
 from tests.training.tiny_runs import recipe_file, tiny_run
 
@@ -106,7 +107,7 @@ def _train_on_a_small_test_split(tmp_path, monkeypatch, data_root, name: str, pl
     folder = tmp_path / name
     folder.mkdir()
     recipe = load_recipe(recipe_file(folder, tree))
-    return load_results(train(recipe, folder / "run", data_root=data_root, progress=False))
+    return load_results(train(RunToTrain(PlannedRun(recipe, folder / "run"), data_root=data_root, progress=False)))
 
 
 @pytest.mark.slow  # two tiny runs, each embedding its validation and test images after every iteration
@@ -140,5 +141,5 @@ def test_selection_on_validation_map_r_needs_map_at_r_among_the_metrics(tmp_path
     tree = tiny_run(data=VALIDATION, evaluation={"metrics": ["recall"], "selection": "best_val_map_r"})
     recipe = load_recipe(recipe_file(tmp_path, tree))
     with pytest.raises(InputError, match=r"selection 'best_val_map_r' needs 'map_at_r' in evaluation\.metrics"):
-        train(recipe, tmp_path / "run", device="cpu", progress=False)
+        train(RunToTrain(PlannedRun(recipe, tmp_path / "run"), device="cpu", progress=False))
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
