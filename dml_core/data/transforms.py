@@ -9,11 +9,15 @@ element, so the batch is bitwise what ``build_transform`` gives image by image, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from torchvision.transforms import v2
 
 from dml_core.input_spec import InputSpec
 from dml_core.recipes.settings import TransformSettings
+
+if TYPE_CHECKING:
+    from torchvision.transforms import v2
 
 
 class ToInputSpec(torch.nn.Module):
@@ -34,6 +38,9 @@ class ToInputSpec(torch.nn.Module):
 
 def resize_step(config: TransformSettings) -> v2.Transform:
     """The resize of the eval and random-crop paths (also what the image cache stores)."""
+    # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+    from torchvision.transforms import v2
+
     size = (config.resize, config.resize) if config.resize_mode == "squash" else config.resize
     return v2.Resize(size, interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
 
@@ -58,6 +65,9 @@ class ToModelInput(ToInputSpec):
         # same correctly rounded one, and x * 1.0 is x).
         if self.spec.channel_order == "BGR":
             images = images.flip(-3)
+        # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+        from torchvision.transforms import v2
+
         batch = v2.functional.to_dtype(images, torch.float32, scale=True)
         if self.spec.value_scale != 1.0:
             batch.mul_(self.spec.value_scale)
@@ -67,6 +77,9 @@ class ToModelInput(ToInputSpec):
 def build_transform(input_spec: InputSpec, config: TransformSettings, train: bool) -> v2.Compose:
     """PIL RGB image -> tensor (3, crop, crop) in ``input_spec``'s convention; random only when ``train``:
     ``build_pixel_transform`` then ``ToModelInput``, image by image."""
+    # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+    from torchvision.transforms import v2
+
     pixels = build_pixel_transform(input_spec, config, train)
     return v2.Compose([*pixels.transforms, ToModelInput(input_spec)])
 
@@ -79,6 +92,9 @@ def build_pixel_transform(input_spec: InputSpec, config: TransformSettings, trai
     RandomResizedCrop (``rrc_scale``) cuts straight from the decoded image and skips the resize, as it sets the
     scale itself.
     """
+    # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+    from torchvision.transforms import v2
+
     crop = config.crop_size or input_spec.input_size
     steps: list[torch.nn.Module] = [v2.ToImage()]
     if train and config.train_crop == "random_resized_crop":

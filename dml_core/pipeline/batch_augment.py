@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 from torch.utils.data import Dataset
-from torchvision.transforms import v2
 
 from dml_core.data.transforms import ToModelInput
 from dml_core.errors import InputError
@@ -57,6 +56,9 @@ class BatchAugmentation:
         self.cache = cache
         self.config = config
         self.crop = config.crop_size or input_spec.input_size
+        # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+        from torchvision.transforms import v2
+
         if config.train_crop == "random_resized_crop":
             sampler = v2.RandomResizedCrop(self.crop, scale=config.rrc_scale, antialias=True)
         else:
@@ -111,6 +113,9 @@ class BatchAugmentation:
         keys = on_device if on_device is not None else host_rows_to_device(drawn, device)
         position, top, left, flip = (keys[:, DRAW_FIELDS.index(name)] for name in ("position", "top", "left", "flip"))
         if self.config.train_crop == "random_resized_crop":
+            # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+            from torchvision.transforms import v2
+
             boxes = drawn.tolist()
             batch = torch.stack(
                 [

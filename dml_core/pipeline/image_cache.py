@@ -24,7 +24,6 @@ import numpy as np
 import torch
 from filelock import FileLock
 from torch.utils.data import DataLoader
-from torchvision.transforms import v2
 from tqdm import tqdm
 
 from dml_core.atomic_io import atomic_write_json, owner_tag, read_json_object, remove_stale_temporaries
@@ -85,6 +84,9 @@ def _write_cache(
     workers: int,
     worker_context: BaseContext | None,
 ) -> Path:
+    # torchvision only where a transform is built: its import is heavy (its ops load torch._dynamo)
+    from torchvision.transforms import v2
+
     split_index = load_split(spec, root, split)
     resize_op = resize_step(TransformSettings(resize_mode=resize_mode, resize=resize))
     decoded = DataLoader(

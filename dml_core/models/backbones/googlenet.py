@@ -13,8 +13,6 @@ from types import MappingProxyType
 
 import torch
 from torch import nn
-from torchvision.models import googlenet
-from torchvision.models.googlenet import BasicConv2d, Inception, InceptionAux
 
 from dml_core.input_spec import IMAGENET_RGB
 from dml_core.models.backbones.base import WIDTHS, Backbone, narrowed
@@ -23,6 +21,8 @@ from dml_core.models.backbones.base import WIDTHS, Backbone, narrowed
 def narrowed_blocks(width: float) -> list:
     """torchvision's GoogLeNet building blocks taking the published channel counts and building ``width`` x them
     (the RGB input of the first convolution excepted)."""
+    # torchvision only where a model is built: its import is heavy (its ops load torch._dynamo)
+    from torchvision.models.googlenet import BasicConv2d, Inception, InceptionAux
 
     def conv_block(in_channels: int, out_channels: int, **kwargs) -> nn.Module:
         in_channels = in_channels if in_channels == 3 else narrowed(in_channels, width)
@@ -49,6 +49,9 @@ class GoogLeNet(Backbone):
         super().__init__()
         self.set_width(width)
         blocks = {} if width == 1.0 else {"blocks": narrowed_blocks(width)}
+        # torchvision only where a model is built: its import is heavy (its ops load torch._dynamo)
+        from torchvision.models import googlenet
+
         # transform_input turns ImageNet-normalised RGB into the [-1, 1] scaling the TensorFlow port was trained with;
         # always on, so pretrained and random runs see one input path and the input spec stays IMAGENET_RGB.
         self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=True, **blocks)

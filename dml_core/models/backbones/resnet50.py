@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-import timm
 import torch
 from torch import nn
 
@@ -32,6 +31,9 @@ class ResNet50(Backbone):
 
     def __init__(self) -> None:
         super().__init__()
+        # timm only where a model is built: its import is heavy (it loads torchvision, whose ops load torch._dynamo)
+        import timm
+
         # pretrained=False: weights only ever come from a verified local file (dml_core.models.weights).
         self.net = timm.create_model("resnet50", pretrained=False, num_classes=0, global_pool="")
 
