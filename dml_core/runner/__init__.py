@@ -15,5 +15,10 @@
   builds the tables;
 - ``jobs``: the same with each run submitted as a job (local processes or Slurm, through submitit);
 - ``linear``: anml Table 2's linear runs (plan, resume from finished splits, results files);
+- ``side_by_side``: a paper's CPU runs in worker processes, one per core, each on one thread (the mini tier);
+- ``eta``: the time left of a paper, from the pace of the runs already finished;
+- ``plan_report``: the plan printed before the first step (runs, hours and their basis, inputs, disk), from
+  ``training_shape`` (what sets a run's time, read from its recipe), ``calibration`` (those shapes timed here),
+  ``expected_hours`` (each run's hours and what they rest on) and ``disk_needs`` (the disk each stage needs);
 - ``nightly``: every paper again at this commit, checked against the published numbers and the last nightly.
 """
