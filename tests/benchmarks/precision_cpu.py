@@ -28,6 +28,7 @@ from dml_core.atomic_io import atomic_write_json
 from dml_core.gpu_check.experiments import precision
 from dml_core.gpu_check.part import CheckContext
 from dml_core.recipes import load_recipe, mini_version
+from dml_core.recipes.mini import main_run_references
 from dml_core.training import step
 
 OUT = Path(__file__).resolve().parents[2] / "tables" / "benchmarks" / "precision-cpu.json"
@@ -46,7 +47,7 @@ def measure(data_root: Path, work_dir: Path, runs: tuple[str, ...] | None = None
     try:
         return {
             run: precision.recipe_precision_figures(mini_version(load_recipe(run)), context)
-            for run in runs or precision.RUNS
+            for run in runs or main_run_references()
         }
     finally:
         step.autocast = trainer_autocast

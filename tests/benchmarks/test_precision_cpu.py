@@ -13,7 +13,7 @@ from tests.gpu_check.experiments.small_recipes import narrow_smoke_recipe
 def test_the_stand_in_runs_bf16_and_writes_its_report(tmp_path, copy_glyph_sets, monkeypatch):
     data_root = copy_glyph_sets(tmp_path / "data")
     trainer_autocast = step.autocast
-    monkeypatch.setattr(precision_cpu.precision, "RUNS", ("gpw/pair-e-cub200",))
+    monkeypatch.setattr(precision_cpu, "main_run_references", lambda: ("gpw/pair-e-cub200",))
     monkeypatch.setattr(precision_cpu, "mini_version", lambda recipe: narrow_smoke_recipe(f"gpw/{recipe.id}"))
     assert precision_cpu.main(["--out", str(tmp_path / "report.json"), "--data-root", str(data_root)]) == 0
     assert step.autocast is trainer_autocast
