@@ -97,8 +97,9 @@ class DRMLLoss(CompositeLoss):
       assume unit vectors; the released code normalises its nodes, the head's ``normalize_nodes``). z is
       normalised by the head (``normalize``).
     - ``weight_ensem``: 1 in the paper; 0 gives Table 3's "w/o J_ensem" (lambda1 = 0 / lambda2 = 0 the others).
-    - ``branch_weighting``: "mean" (the released code's) adds the branches' losses, each averaged over its own
-      samples, so a branch with few samples gives each a larger gradient; "share" weights branch k's loss by its
+    - ``branch_weighting``: "mean" (the released code's) adds the branches' losses, each computed on its own
+      samples alone with its base loss's own reduction (ProxyAnchor's: means over proxies), so a branch with few
+      samples gives each a larger gradient; "share" weights branch k's loss by its
       share of the batch, n_k / N, so every sample weighs the same whichever branch takes it, as Eq. 4's sum over
       samples does (papers/drml/method.md, section 5: at the mini tier the split batches' gradient spikes stall
       the trunk under "mean").
