@@ -11,6 +11,7 @@ recipe's targets use, stable once published) is in papers/README.md.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from dml_core.errors import InputError
-from dml_core.schema import StrictModel, by_id, load_yaml_model, require_unique_ids
+from dml_core.schema import StrictModel, by_id, parse_model, parse_yaml_mapping, require_unique_ids
 from dml_core.vocabulary import IMAGE_DATASETS, PAPER_KEYS, PaperKey, PublishedBackbone, suite_backbone
 
 # The repository's papers/ folder (beside the dml_core package).
@@ -231,7 +232,19 @@ def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike
         path = Path(key_or_path)
     if not path.is_file():
         raise InputError(f"{path}: published tables file not found (paper keys: {', '.join(PAPER_KEYS)})")
-    paper = load_yaml_model(path, PublishedPaper, "published tables file", by_id({"tables": "table", "rows": "row"}))
+    return _validated(path, path.read_bytes()).model_copy(deep=True)  # a copy: no caller sees another's edits
+
+
+@functools.lru_cache(maxsize=16)
+def _validated(path: Path, content: bytes) -> PublishedPaper:
+    """``content``, read from ``path``, validated once per process: the page and fair builders read each paper's
+    tables dozens of times."""
+    try:
+        tree = parse_yaml_mapping(content.decode("utf-8"), path)
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not valid YAML ({error})") from None
+    what, locate = "published tables file", by_id({"tables": "table", "rows": "row"})
+    paper = parse_model(tree, PublishedPaper, str(path), what, locate)
     if paper.paper.key != path.parent.name:
         raise InputError(f"{path}: paper.key: expected the folder name {path.parent.name!r}, found {paper.paper.key!r}")
     return paper

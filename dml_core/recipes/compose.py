@@ -23,7 +23,7 @@ from dml_core.errors import InputError
 from dml_core.recipes.assumptions import SHARED_READINGS_FILE, PaperAssumptions
 from dml_core.recipes.settings import Recipe, Target
 from dml_core.recipes.settings_tree import dotted, expand_dotted, merge, origin_of
-from dml_core.schema import describe_problem, read_yaml_mapping
+from dml_core.schema import SAFE_LOADER, describe_problem, read_yaml_mapping
 
 FILE_KEYS = frozenset({"extends", "runs", "targets"})
 ENTRY_KEYS = frozenset({"id", "targets", "grid"})
@@ -233,7 +233,7 @@ def parse_override(override: str, origin: str = "--set") -> dict[str, Any]:
         raise InputError(f"{origin}: expected key.path=value, found {override!r}")
     key, raw = override.split("=", 1)
     try:
-        value = yaml.safe_load(raw)
+        value = yaml.load(raw, Loader=SAFE_LOADER)
     except yaml.YAMLError as error:
         raise InputError(f"{origin}: {key.strip()}: the value is not valid YAML ({error})") from None
     return {key.strip(): value}
@@ -320,12 +320,12 @@ def extends_chain(path: Path) -> list[tuple[Path, dict]]:
 def refuse_yaml_anchors(path: Path) -> None:
     """Settings are shared by ``extends`` and grids only: a YAML anchor (``&name``), alias (``*name``) or merge key
     (``<<:``) is an ``InputError`` naming the file and line (they would share settings that no layer records)."""
-    for event in yaml.parse(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader):
+    for event in yaml.parse(Path(path).read_text(encoding="utf-8"), Loader=SAFE_LOADER):
         if isinstance(event, yaml.AliasEvent):
             found = f"the alias *{event.anchor}"
         elif getattr(event, "anchor", None):
             found = f"the anchor &{event.anchor}"
-        elif isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
+        elif isinstance(event, yaml.ScalarEvent) and event.value == "<<" and not event.style:  # plain: None or ""
             found = "the merge key <<"
         else:
             continue

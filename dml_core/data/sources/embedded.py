@@ -218,11 +218,7 @@ class GlyphSet:
 
     def read_layout(self, dataset_dir: Path) -> list[IndexRow]:
         """The index rows (a function of the constants above; nothing is read or generated)."""
-        return [
-            IndexRow(relative_image_path(code, instance), code, self.split_of(code))
-            for code in class_codes()
-            for instance in range(self.images_per_class)
-        ]
+        return list(_layout(self))
 
     def build_index(self, dataset_dir: Path) -> list[IndexRow]:
         """Index rows, generating the images first unless all of them are already there."""
@@ -230,6 +226,16 @@ class GlyphSet:
         if all((Path(dataset_dir) / row.path).is_file() for row in rows):
             return rows
         return generate(dataset_dir, self.seed, self.images_per_class, self.style, self.split)
+
+
+@cache
+def _layout(glyphs: GlyphSet) -> tuple[IndexRow, ...]:
+    """``glyphs``' index rows, made once per process: every run checks its data against them."""
+    return tuple(
+        IndexRow(relative_image_path(code, instance), code, glyphs.split_of(code))
+        for code in class_codes()
+        for instance in range(glyphs.images_per_class)
+    )
 
 
 SMOKE_SET = GlyphSet(DATASET, IMAGES_PER_CLASS)
