@@ -7,10 +7,11 @@ from pathlib import Path
 
 from dml_core.command_line import DML
 from dml_core.commands.options import non_negative_int, positive_int
-from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS
+from dml_core.linear.grids import PAPER_GRIDS, thin_grid
+from dml_core.linear.methods import DISPLAY_NAMES, METHODS
 from dml_core.linear.plan import TABLE2_ROW_SLUGS, LinearPlan
-from dml_core.linear.protocol import K_RULES, run_table2_protocol, thin_grid
-from dml_core.linear.solver import SolverConfig
+from dml_core.linear.protocol import K_RULES, run_table2_protocol
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS
 from dml_core.output_paths import data_root
 from dml_core.provenance import git_state

@@ -20,17 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dml_core.linear.mahalanobis import distance_gradient_to_metric, pairwise_mahalanobis, project_psd
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    """The solver's settings (``solver``'s docstring says what each does)."""
-
-    max_iterations: int = 300
-    tolerance: float = 1e-6
-    initial_step: float = 0.1
-    grow: float = 1.1
-    shrink: float = 0.5
+from dml_core.linear.solver_config import SolverConfig
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The linear methods of anml Table 2 and their hyper-parameter grids (section 7.1.2).
 
 ``METHODS`` maps a name to a fit function ``fit(X, y, seed=..., **hyper_parameters) -> LinearFit``;
-``PAPER_GRIDS`` maps the same name to the paper's grid of each hyper-parameter (empty: nothing tuned). The learned
+``grids.PAPER_GRIDS`` maps the same name to the paper's grid of each hyper-parameter (empty: nothing tuned). The learned
 map is ``x -> L x`` with ``L^T L = M``, so kNN in the learned metric is Euclidean kNN on ``X @ L.T``. LMNN has no
 baseline here: no maintained library runs with the pinned scikit-learn (reproduce/anml/table2_linear.md).
 """
@@ -19,7 +19,8 @@ from dml_core.linear.lanml import DEFAULT_MARGIN, LanmlSets, lanml_objectives
 from dml_core.linear.mahalanobis import metric_to_transform
 from dml_core.linear.neighbour_sets import different_class_sets, nearest_same_class_sets, same_class_sets
 from dml_core.linear.pnca import pnca_objective
-from dml_core.linear.solver import SolverConfig, SolverResult, minimise_over_psd
+from dml_core.linear.solver import SolverResult, minimise_over_psd
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.registry import Registry
 
 DEFAULT_SOLVER = SolverConfig()
@@ -189,29 +190,6 @@ DISPLAY_NAMES: dict[str, str] = {
     "lanml_plus": "LANML+",
     "lanml_minus": "LANML-",
     "pnca": "PNCA",
-}
-
-
-def _powers_of_two(first: float, last: float, step: float) -> tuple[float, ...]:
-    """(2**first, 2**(first+step), ..., 2**last).
-
-    >>> _powers_of_two(-1, 1, 1)
-    (0.5, 1.0, 2.0)
-    """
-    count = round((last - first) / step) + 1
-    return tuple(float(2.0 ** (first + i * step)) for i in range(count))
-
-
-_LAMBDAS = tuple(round(0.1 + 0.2 * i, 10) for i in range(8))  # {0.1, 0.3, ..., 1.5}
-_GAMMAS = _powers_of_two(-5, 5, 0.5)  # {2^-5, 2^-4.5, ..., 2^5}
-
-# Section 7.1.2. Tuned jointly (one Cartesian product) by 5-fold cross-validation.
-PAPER_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
-    "euclidean": {},
-    "nca": {},
-    "lanml_plus": {"lam": _LAMBDAS, "gamma1": _GAMMAS, "gamma2": _GAMMAS},
-    "lanml_minus": {"lam": _LAMBDAS, "gamma1": tuple(-g for g in _GAMMAS), "gamma2": _GAMMAS},
-    "pnca": {"alpha": _powers_of_two(-8, 10, 1)},
 }
 
 

@@ -18,9 +18,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from dml_core.errors import InputError
-from dml_core.linear.methods import PAPER_GRIDS
-from dml_core.linear.protocol import N_FOLDS, thin_grid
-from dml_core.linear.solver import SolverConfig
+from dml_core.linear.grids import N_FOLDS, PAPER_GRIDS, thin_grid
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.linear.uci import UCI_DATASETS, get_uci_dataset, uci_key
 from dml_core.registry import Registry
 from dml_core.schema import StrictModel, load_yaml_model

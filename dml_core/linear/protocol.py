@@ -25,18 +25,16 @@ from sklearn.preprocessing import StandardScaler
 
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
+from dml_core.linear.grids import N_FOLDS, PAPER_GRIDS, Grid
 from dml_core.linear.knn_accuracy import TABLE2_MAX_K, knn_accuracy_by_k, knn_accuracy_by_k_many
-from dml_core.linear.methods import DISPLAY_NAMES, MANY_FITS, METHODS, PAPER_GRIDS, transform_with
-from dml_core.linear.solver import SolverConfig
+from dml_core.linear.methods import DISPLAY_NAMES, MANY_FITS, METHODS, transform_with
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.linear.uci import get_uci_dataset, load_uci, uci_source
 
 K_RULES = ("test", "cv")
 PAPER_SPLITS = 30
 PCA_DIMENSIONS = 150
 TEST_FRACTION = 0.3
-N_FOLDS = 5
-
-Grid = Mapping[str, Sequence[float]]
 
 
 @dataclass
@@ -108,17 +106,6 @@ def grid_points(grid: Grid) -> list[dict[str, float]]:
     """
     names = list(grid)
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(grid[n] for n in names))]
-
-
-def thin_grid(grid: Grid, every: int) -> dict[str, tuple[float, ...]]:
-    """Every ``every``-th value of each hyper-parameter, from the first: a cheaper, coarser grid.
-
-    >>> thin_grid({"lam": (0.1, 0.3, 0.5, 0.7, 0.9)}, 2)
-    {'lam': (0.1, 0.5, 0.9)}
-    """
-    if every < 1:
-        raise InputError(f"grid thinning: expected a step of at least 1, found {every}")
-    return {name: tuple(values)[::every] for name, values in grid.items()}
 
 
 def fit_preprocessing(train_X: np.ndarray, max_dimensions: int = PCA_DIMENSIONS):

@@ -6,8 +6,9 @@ import datetime as dt
 import math
 from pathlib import Path
 
+from dml_core.linear.grids import N_FOLDS
 from dml_core.linear.plan import TABLE2_ID, table2_row_id
-from dml_core.linear.protocol import N_FOLDS, PAPER_SPLITS, Table2Result
+from dml_core.linear.protocol import PAPER_SPLITS, Table2Result
 from dml_core.provenance import environment
 from dml_core.results import SCHEMA_VERSION, LinearProtocolRecord, write_results
 from dml_core.tier import Tier

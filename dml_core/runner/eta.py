@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dml_core.tables.pages.timing import readable_duration
+from dml_core.readable import readable_duration
 
 
 def counted(number: int, noun: str) -> str:

@@ -26,10 +26,10 @@ from pathlib import Path
 from dml_core.errors import InputError
 from dml_core.output_paths import REPOSITORY_ROOT, device_slug
 from dml_core.published import PublishedPaper, load_published
+from dml_core.readable import readable_duration
 from dml_core.recipes.settings import Recipe
 from dml_core.runner.calibration import Calibration
 from dml_core.runner.training_shape import RunLength, TrainingShape, layout_problem, run_length, training_shape
-from dml_core.tables.pages.timing import readable_duration
 
 BENCHMARKS_DIR = REPOSITORY_ROOT / "tables" / "benchmarks"
 

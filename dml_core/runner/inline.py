@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -21,6 +21,7 @@ from dml_core.cpu_cores import available_cores
 from dml_core.errors import InputError, NonFiniteError
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import rehearsal_root
+from dml_core.readable import readable_duration
 from dml_core.recipes.catalog import load_paper
 from dml_core.recipes.mini import load_mini_comparison, mini_file, mini_runs
 from dml_core.recipes.study import is_study, load_study, study_plan
@@ -33,13 +34,14 @@ from dml_core.runner.plan_report import PlanSetting, plan_lines, with_timings
 from dml_core.runner.run_options import RunOptions
 from dml_core.runner.run_path import RunPath
 from dml_core.runner.side_by_side import run_side_by_side
-from dml_core.tables.builder.pages import BuiltPages, build_pages
 from dml_core.tables.gate.tolerances import Tolerances, load_tolerances
-from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training.device_choice import check_run_device, chosen_device, describe_device
 from dml_core.training.distributed import Process
 from dml_core.training.run_description import PlannedRun
+
+if TYPE_CHECKING:  # the page builder (pandas, matplotlib, scikit-learn) loads where pages are built, not in a run
+    from dml_core.tables.builder.pages import BuiltPages
 
 
 @dataclass
@@ -205,6 +207,8 @@ class PaperRun(RunOptions, RunPath):
     def build_tables(self, tolerances: Tolerances, log: Callable[[str], None] = print) -> BuiltPages:
         """The paper's (or study's) pages at this tier from every results file of it there is, and the index
         (``tables.builder``); none for a rehearsal."""
+        from dml_core.tables.builder.pages import BuiltPages, build_pages  # see the TYPE_CHECKING import
+
         if self.max_steps is not None:
             log(f"rehearsal: no tables (its results, under {self.output_roots[1]}, stand for no published row)")
             return BuiltPages()

@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dml_core.command_line import DML
 from dml_core.errors import InputError
-from dml_core.linear.methods import PAPER_GRIDS
+from dml_core.linear.grids import PAPER_GRIDS, thin_grid
 from dml_core.linear.plan import LinearPlan, load_linear_plan, run_settings, settings_hash, smoke_plan, table2_row_id
-from dml_core.linear.protocol import Table2Result, run_table2_protocol, thin_grid
-from dml_core.linear.results_file import write_linear_results
-from dml_core.linear.solver import SolverConfig
-from dml_core.linear.split_checkpoint import load_done_splits, save_done_splits
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.linear.uci import cache_path, get_uci_dataset
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.output_paths import recorded_path, results_file, run_folder
@@ -27,6 +25,12 @@ from dml_core.provenance import git_record, git_state
 from dml_core.results import LinearResultsFile, load_results
 from dml_core.runner.eta import RunClock
 from dml_core.tier import Tier
+
+if TYPE_CHECKING:
+    from dml_core.linear.protocol import Table2Result
+
+# The protocol's modules (scikit-learn, numba, joblib) are imported where a run computes: every process that plans
+# runs imports this module (each training process among them), and most never run a linear one.
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ def is_linear_finished(run: LinearRun) -> bool:
 def done_splits(run: LinearRun) -> tuple[list, list[dict]]:
     """The splits an interrupted earlier attempt of ``run`` finished and the git segments that computed them
     (none if not resumable)."""
+    from dml_core.linear.split_checkpoint import load_done_splits  # the protocol's modules: see the top
+
     return load_done_splits(run.splits_path, run.sha256) if run.splits_path else ([], [])
 
 
@@ -129,6 +135,10 @@ def run_protocol(
     """The Table 2 protocol for one method under the run's (resolved) plan, after its finished splits; also
     the git segments of the splits (the earlier starts' and this one's, read now). ``announce`` is told how
     many splits an earlier attempt finished (", resuming after N finished (kept in PATH)", or "")."""
+    # The protocol's modules load where a linear run computes (see the top of this module).
+    from dml_core.linear.protocol import run_table2_protocol
+    from dml_core.linear.split_checkpoint import save_done_splits
+
     plan = run.plan
     done, segments = done_splits(run)
     if announce is not None:
@@ -160,6 +170,8 @@ def run_protocol(
 def write_run_results(run: LinearRun, result: Table2Result, git_segments: list[dict]) -> Path:
     """Write ``result`` (obtained under ``run``'s settings, by the starts ``git_segments`` records) as the run's
     results file, validated, atomically."""
+    from dml_core.linear.results_file import write_linear_results  # the protocol's modules: see the top
+
     record = {
         "id": run.plan.id,
         "path": recorded_path(run.plan_path) if run.plan_path else None,

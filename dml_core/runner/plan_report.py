@@ -18,6 +18,7 @@ from dml_core.data.index import index_path
 from dml_core.output_paths import data_root as resolve_data_root
 from dml_core.pipeline.choice import readable_bytes
 from dml_core.pipeline.image_cache import estimated_cache_bytes
+from dml_core.readable import readable_duration
 from dml_core.recipes.settings import Recipe
 from dml_core.runner.calibration import Calibration, calibrate_shapes
 from dml_core.runner.disk_needs import (
@@ -41,7 +42,6 @@ from dml_core.runner.expected_hours import (
 from dml_core.runner.linear import LinearRun, missing_uci_data
 from dml_core.runner.preflight import MISSING, TO_BUILD, run_inputs
 from dml_core.runner.training_shape import TrainingShape
-from dml_core.tables.pages.timing import readable_duration
 from dml_core.tier import Tier
 from dml_core.training.checkpoint import keeps_finished_checkpoint
 from dml_core.training.distributed import Process

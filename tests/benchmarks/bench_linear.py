@@ -29,6 +29,7 @@ from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
 from dml_core.linear.batched_solver import minimise_many_over_psd
+from dml_core.linear.grids import thin_grid
 from dml_core.linear.methods import (
     DEFAULT_SOLVER,
     PAPER_GRIDS,
@@ -39,7 +40,7 @@ from dml_core.linear.methods import (
     paper_initial_metric,
 )
 from dml_core.linear.neighbour_sets import different_class_sets, same_class_sets
-from dml_core.linear.protocol import TEST_FRACTION, fit_preprocessing, grid_points, thin_grid
+from dml_core.linear.protocol import TEST_FRACTION, fit_preprocessing, grid_points
 from dml_core.linear.uci import UCI_DATASETS, load_uci
 from dml_core.output_paths import data_root
 from tests.linear.reference_objectives import reference_pnca_objective

@@ -5,11 +5,13 @@ import numpy as np
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-from dml_core.linear.batched_solver import minimise_many_over_psd
+from dml_core.linear.batched_solver import SolverResult, minimise_many_over_psd
+from dml_core.linear.grids import PAPER_GRIDS
 from dml_core.linear.mahalanobis import distance_gradient_to_metric, pairwise_mahalanobis, project_psd
-from dml_core.linear.methods import METHODS, PAPER_GRIDS, fit_lanml_many
+from dml_core.linear.methods import METHODS, fit_lanml_many
 from dml_core.linear.protocol import fit_preprocessing, grid_points
-from dml_core.linear.solver import SolverConfig, SolverResult, minimise_over_psd
+from dml_core.linear.solver import minimise_over_psd
+from dml_core.linear.solver_config import SolverConfig
 from dml_core.linear.uci import load_uci
 
 

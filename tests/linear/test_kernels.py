@@ -5,10 +5,11 @@ grid's magnitudes)."""
 import numpy as np
 import pytest
 
+from dml_core.linear.grids import PAPER_GRIDS
 from dml_core.linear.lanml import LanmlSets, lanml_objectives
 from dml_core.linear.log_exp_mean import masked_log_sum_exp
 from dml_core.linear.mahalanobis import pairwise_mahalanobis
-from dml_core.linear.methods import PAPER_GRIDS, _lanml_sets
+from dml_core.linear.methods import _lanml_sets
 from dml_core.linear.neighbour_sets import different_class_sets, same_class_sets
 
 

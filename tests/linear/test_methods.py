@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+from dml_core.linear.grids import PAPER_GRIDS
 from dml_core.linear.knn_accuracy import knn_accuracy_by_k
-from dml_core.linear.methods import DISPLAY_NAMES, METHODS, PAPER_GRIDS, paper_initial_metric, transform_with
+from dml_core.linear.methods import DISPLAY_NAMES, METHODS, paper_initial_metric, transform_with
 
 HYPER_PARAMETERS = {
     "euclidean": {},

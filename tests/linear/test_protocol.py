@@ -4,16 +4,15 @@ import numpy as np
 import pytest
 
 from dml_core.errors import InputError
-from dml_core.linear.methods import PAPER_GRIDS
+from dml_core.linear.grids import PAPER_GRIDS, thin_grid
 from dml_core.linear.protocol import (
     fit_preprocessing,
     grid_points,
     rescore,
     run_protocol_on_arrays,
     run_table2_protocol,
-    thin_grid,
 )
-from dml_core.linear.solver import SolverConfig
+from dml_core.linear.solver_config import SolverConfig
 
 SMALL_GRIDS = {
     "euclidean": {},

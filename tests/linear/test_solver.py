@@ -6,7 +6,8 @@ import pytest
 
 from dml_core.linear import batched_solver, solver
 from dml_core.linear.mahalanobis import pairwise_mahalanobis
-from dml_core.linear.solver import SolverConfig, minimise_over_psd
+from dml_core.linear.solver import minimise_over_psd
+from dml_core.linear.solver_config import SolverConfig
 
 
 def _least_squares_to(target):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import dml_core.linear.protocol as protocol
+import dml_core.linear.split_checkpoint as split_checkpoint
 import dml_core.runner.linear as linear_reproduce
 from dml_core.errors import InputError
 from dml_core.output_paths import RECIPES_DIR
@@ -41,13 +42,13 @@ def _splits_without_time(path):
 
 
 def _interrupt_after_first_split(monkeypatch):
-    original = linear_reproduce.save_done_splits
+    original = split_checkpoint.save_done_splits
 
     def save_then_stop(*args):
         original(*args)
         raise Interrupted
 
-    monkeypatch.setattr(linear_reproduce, "save_done_splits", save_then_stop)
+    monkeypatch.setattr(split_checkpoint, "save_done_splits", save_then_stop)
 
 
 def test_an_interrupted_run_resumes_after_its_finished_splits_with_the_same_numbers(tmp_path, monkeypatch):

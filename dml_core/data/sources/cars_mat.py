@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import scipy.io
 
 from dml_core.command_line import DML
 from dml_core.data.sources.cars_listing import CarsListing
@@ -40,6 +39,8 @@ def _loadmat(mat_path: Path) -> dict:
 def _loadmat_cached(mat_path: Path, size: int, mtime_ns: int) -> dict:
     # Keyed by size and mtime too: every load checks the index against these files, so one process parses a file
     # once unless it changes.
+    import scipy.io  # where a devkit file is read: planning and training on other data do not load it
+
     try:
         return scipy.io.loadmat(mat_path)
     except (ValueError, OSError, TypeError) as error:

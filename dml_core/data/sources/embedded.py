@@ -16,14 +16,16 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.ft2font import FT2Font
 from PIL import Image, ImageDraw, ImageFilter
 
 from dml_core.atomic_io import owner_tag, remove_stale_temporaries
 from dml_core.data.index import IndexRow
+
+if TYPE_CHECKING:
+    from matplotlib.ft2font import FT2Font
 
 DATASET = "embedded"
 FIRST_CODE, LAST_CODE = 33, 126  # printable ASCII without the space
@@ -114,6 +116,9 @@ def relative_image_path(code: int, instance: int) -> str:
 
 @cache
 def _font(filename: str) -> FT2Font:
+    import matplotlib  # where glyphs are drawn: a run reading a generated set does not load it
+    from matplotlib.ft2font import FT2Font
+
     return FT2Font(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / filename))
 
 

@@ -16,6 +16,7 @@ from dml_core.linear.protocol import rescore
 from dml_core.linear.results_file import describe_linear_protocol
 from dml_core.provenance import git_starts
 from dml_core.published import PublishedPaper, PublishedTable, find_row
+from dml_core.readable import NOT_AVAILABLE, readable_duration
 from dml_core.recipes.assumptions import SHARED_READINGS_FILE, is_shared_reading
 from dml_core.results import LinearResultsFile, ResultsFile
 from dml_core.tables.gate.join import NOT_RUN as ROW_NOT_RUN
@@ -28,7 +29,7 @@ from dml_core.tables.pages.claim_verdicts import FAILS, HOLDS, NOT_RUN, SMOKE, W
 from dml_core.tables.pages.labels import dataset_name, row_label
 from dml_core.tables.pages.paper_tables import QUOTED, has_reproduced_number, paper_shaped, table_markdown
 from dml_core.tables.pages.summary import counts_text, table_counts, verdict_counts
-from dml_core.tables.pages.timing import NOT_AVAILABLE, paper_timing_table, readable_duration, timing_summary
+from dml_core.tables.pages.timing import paper_timing_table, timing_summary
 from dml_core.tier import Tier
 
 SMOKE_BANNER = (

@@ -14,32 +14,13 @@ import pandas as pd
 
 from dml_core.host_load import shared_host_note
 from dml_core.published import PublishedPaper, PublishedTable
+from dml_core.readable import NOT_AVAILABLE, readable_duration
 from dml_core.results import ResultsFile
 from dml_core.tables.gate.join import NOT_RUN, LoadedResults, run_variant
 from dml_core.tables.pages.labels import dataset_name, row_label, variant_label
 
-NOT_AVAILABLE = "—"
 TIMING_COLUMNS = ("row", "recipe", "variant", "dataset", "device", "seeds", "iterations", "iterations_per_second",
                   "train_seconds", "schedule")  # fmt: skip
-
-
-def readable_duration(seconds: float) -> str:
-    """Seconds as a reader says them.
-
-    >>> [readable_duration(s) for s in (0.88, 42, 600, 5400, 47520, 400000)]
-    ['0.9 s', '42 s', '10 min', '1.5 h', '13.2 h', '4.6 days']
-    """
-    if math.isnan(seconds):
-        return NOT_AVAILABLE
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def readable_rate(iterations_per_second: float) -> str:
