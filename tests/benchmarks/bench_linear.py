@@ -29,10 +29,9 @@ from dml_core import provenance
 from dml_core.atomic_io import atomic_write_json
 from dml_core.errors import InputError
 from dml_core.linear.batched_solver import minimise_many_over_psd
-from dml_core.linear.grids import thin_grid
+from dml_core.linear.grids import PAPER_GRIDS, thin_grid
 from dml_core.linear.methods import (
     DEFAULT_SOLVER,
-    PAPER_GRIDS,
     LinearFit,
     as_fit,
     fit_lanml_many,
