@@ -1,7 +1,7 @@
-"""A process that trains runs loads only what training needs: every training process of a reproduction (a
-side-by-side worker, a torchrun rank, a submitit job, ``dml train``) imports the runner, and scikit-learn, numba,
-pandas and matplotlib would add about a CPU-second to each start (the page builder, the linear protocol and the
-glyph drawing load them where they work)."""
+"""Importing the runner and ``dml`` loads only what planning, checking and starting runs need: every process of a
+reproduction imports them (the command, side-by-side workers, torchrun ranks, submitit jobs), and scikit-learn,
+numba, pandas and matplotlib add about a CPU-second to a start that never uses them (the page builder, the linear
+protocol, the kNN ranking and the glyph drawing import them where they work)."""
 
 import subprocess
 import sys
