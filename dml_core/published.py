@@ -239,10 +239,7 @@ def load_published(key_or_path: str | os.PathLike, papers_dir: str | os.PathLike
 def _validated(path: Path, content: bytes) -> PublishedPaper:
     """``content``, read from ``path``, validated once per process: the page and fair builders read each paper's
     tables dozens of times."""
-    try:
-        tree = parse_yaml_mapping(content.decode("utf-8"), path)
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
+    tree = parse_yaml_mapping(content, path)
     what, locate = "published tables file", by_id({"tables": "table", "rows": "row"})
     paper = parse_model(tree, PublishedPaper, str(path), what, locate)
     if paper.paper.key != path.parent.name:

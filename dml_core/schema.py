@@ -137,18 +137,15 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
         raise InputError(
             f"{path}: {what} not found" if not path.exists() else f"{path}: expected a {what}, found a folder"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    return parse_yaml_mapping(text, path)
+    return parse_yaml_mapping(path.read_bytes(), path)
 
 
-def parse_yaml_mapping(text: str, path: str | Path) -> dict:
-    """``text``, read from ``path``, as YAML whose top level is a mapping, or an ``InputError`` naming the file."""
+def parse_yaml_mapping(content: bytes, path: str | Path) -> dict:
+    """``content``, read from ``path``, as UTF-8 YAML whose top level is a mapping, or an ``InputError`` naming the
+    file."""
     try:
-        tree = yaml.load(text, Loader=SAFE_LOADER)
-    except yaml.YAMLError as error:
+        tree = yaml.load(content.decode("utf-8"), Loader=SAFE_LOADER)
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not valid YAML ({error})") from None
     if not isinstance(tree, dict):
         found = "an empty file" if tree is None else f"a {type(tree).__name__}"

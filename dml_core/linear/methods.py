@@ -1,7 +1,6 @@
-"""The linear methods of anml Table 2 and their hyper-parameter grids (section 7.1.2).
+"""The linear methods of anml Table 2 (section 7.1.2); their hyper-parameter grids are in ``grids``.
 
-``METHODS`` maps a name to a fit function ``fit(X, y, seed=..., **hyper_parameters) -> LinearFit``;
-``grids.PAPER_GRIDS`` maps the same name to the paper's grid of each hyper-parameter (empty: nothing tuned). The learned
+``METHODS`` maps a name to a fit function ``fit(X, y, seed=..., **hyper_parameters) -> LinearFit``. The learned
 map is ``x -> L x`` with ``L^T L = M``, so kNN in the learned metric is Euclidean kNN on ``X @ L.T``. LMNN has no
 baseline here: no maintained library runs with the pinned scikit-learn (reproduce/anml/table2_linear.md).
 """
