@@ -10,12 +10,9 @@ a bootstrap over queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from scipy import sparse
 
 
 def recall_at_k(first_positive_rank: np.ndarray, ks: Sequence[int]) -> dict[int, float]:
@@ -96,13 +93,41 @@ def map_at_r(neighbour_is_positive: np.ndarray, num_positives: np.ndarray) -> fl
     return mean_over_queries(average_precision_at_r(neighbour_is_positive, num_positives))
 
 
-def _contingency(labels: np.ndarray, clusters: np.ndarray) -> sparse.csr_matrix:
-    # Imported here: scikit-learn takes a second to load, and the metric registry (numpy only, read by the recipe
-    # schema) imports this module.
-    from scipy import sparse
-    from sklearn.metrics.cluster import contingency_matrix
+@dataclass(frozen=True)
+class Contingency:
+    """The class-by-cluster count table: its non-zero cells in row-major order (``rows``: class, ``cols``: cluster,
+    each the position of the label in sorted order) and its margins (items per class, per cluster)."""
 
-    return sparse.csr_matrix(contingency_matrix(labels, clusters, sparse=True))
+    rows: np.ndarray
+    cols: np.ndarray
+    counts: np.ndarray
+    class_counts: np.ndarray
+    cluster_counts: np.ndarray
+
+
+def contingency(labels: np.ndarray, clusters: np.ndarray) -> Contingency:
+    """The contingency table of ``labels`` against ``clusters``, counted with numpy (scikit-learn's
+    ``contingency_matrix`` gives the same cells in the same order, and takes a second or two to import in every
+    process that evaluates).
+
+    >>> table = contingency(np.array([7, 7, 3, 3, 3]), np.array([0, 1, 1, 1, 0]))
+    >>> table.rows.tolist(), table.cols.tolist(), table.counts.tolist()
+    ([0, 0, 1, 1], [0, 1, 0, 1], [1, 2, 1, 1])
+    >>> table.class_counts.tolist(), table.cluster_counts.tolist()
+    ([3, 2], [2, 3])
+    """
+    class_ids, class_index = np.unique(np.asarray(labels).ravel(), return_inverse=True)
+    cluster_ids, cluster_index = np.unique(np.asarray(clusters).ravel(), return_inverse=True)
+    width = len(cluster_ids)
+    cells, counts = np.unique(class_index.astype(np.int64) * width + cluster_index, return_counts=True)
+    rows, cols = np.divmod(cells, width)
+    return Contingency(
+        rows,
+        cols,
+        counts.astype(np.int64),
+        np.bincount(class_index, minlength=len(class_ids)).astype(np.int64),
+        np.bincount(cluster_index, minlength=width).astype(np.int64),
+    )
 
 
 def _entropy(counts: np.ndarray) -> float:
@@ -118,15 +143,14 @@ def normalized_mutual_information(labels: np.ndarray, clusters: np.ndarray) -> f
     >>> normalized_mutual_information(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
     0.0
     """
-    table = _contingency(labels, clusters).tocoo()
-    n = float(table.sum())
-    class_counts = np.asarray(table.sum(1)).ravel()
-    cluster_counts = np.asarray(table.sum(0)).ravel()
+    table = contingency(labels, clusters)
+    n = float(table.counts.sum())
+    class_counts, cluster_counts = table.class_counts, table.cluster_counts
     h_classes, h_clusters = _entropy(class_counts), _entropy(cluster_counts)
     if h_classes == 0.0 and h_clusters == 0.0:
         return 1.0  # one class and one cluster: identical partitions
-    nij = table.data.astype(np.float64)
-    outer = class_counts[table.row].astype(np.float64) * cluster_counts[table.col]
+    nij = table.counts.astype(np.float64)
+    outer = class_counts[table.rows].astype(np.float64) * cluster_counts[table.cols]
     mutual = float(np.sum(nij / n * (np.log(nij * n) - np.log(outer))))
     return max(0.0, 2.0 * mutual / (h_classes + h_clusters))
 
@@ -143,10 +167,10 @@ def clustering_f1(labels: np.ndarray, clusters: np.ndarray) -> float:
     >>> round(clustering_f1(np.array([0, 0, 0, 1, 1]), np.array([0, 0, 1, 1, 1])), 4)
     0.5
     """
-    table = _contingency(labels, clusters)
-    true_positive = _pairs(table.data)
-    predicted = _pairs(np.asarray(table.sum(0)).ravel())
-    actual = _pairs(np.asarray(table.sum(1)).ravel())
+    table = contingency(labels, clusters)
+    true_positive = _pairs(table.counts)
+    predicted = _pairs(table.cluster_counts)
+    actual = _pairs(table.class_counts)
     if true_positive == 0.0:
         return 0.0
     precision, recall = true_positive / predicted, true_positive / actual

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.metrics import normalized_mutual_info_score
+from sklearn.metrics.cluster import contingency_matrix
 
 from dml_core.evaluation import metrics as M
 
@@ -46,3 +47,17 @@ def test_nmi_matches_scikit_learn(n, classes, clusters):
     assignment = np.where(rng.random(n) < 0.5, labels % clusters, rng.integers(0, clusters, n))
     ours = M.normalized_mutual_information(labels, assignment)
     assert ours == pytest.approx(normalized_mutual_info_score(labels, assignment), abs=1e-12)
+
+
+@pytest.mark.parametrize(("n", "classes", "clusters"), [(1, 1, 1), (60, 4, 9), (2000, 100, 37)])
+def test_the_contingency_table_is_scikit_learns_cell_for_cell_in_its_order(n, classes, clusters):
+    """The same non-zero cells in the same row-major order, so NMI and F1 sum the same floats in the same order
+    (bit for bit what they gave when they read scikit-learn's table); labels need not be 0..k-1."""
+    rng = np.random.default_rng(n)
+    labels, assignment = 1000 * rng.integers(-3, classes, n), rng.integers(0, clusters, n)
+    theirs = contingency_matrix(labels, assignment, sparse=True).tocoo()
+    ours = M.contingency(labels, assignment)
+    assert ours.rows.tolist() == theirs.row.tolist() and ours.cols.tolist() == theirs.col.tolist()
+    assert ours.counts.tolist() == theirs.data.tolist()
+    assert ours.class_counts.tolist() == np.asarray(theirs.sum(1)).ravel().tolist()
+    assert ours.cluster_counts.tolist() == np.asarray(theirs.sum(0)).ravel().tolist()

@@ -1,7 +1,9 @@
 """Importing the runner and ``dml`` loads only what planning, checking and starting runs need: every process of a
 reproduction imports them (the command, side-by-side workers, torchrun ranks, submitit jobs), and scikit-learn,
 numba, pandas and matplotlib add about a CPU-second to a start that never uses them (the page builder, the linear
-protocol, the kNN ranking and the glyph drawing import them where they work)."""
+protocol, the kNN ranking and the glyph drawing import them where they work). A training process evaluates, and
+its evaluation needs no scikit-learn either (about two CPU-seconds to import): the contingency table behind NMI and
+F1 is counted with numpy, and k-means is faiss's unless a recipe asks for scikit-learn's."""
 
 import subprocess
 import sys
@@ -18,3 +20,14 @@ def test_the_runner_and_the_command_load_no_library_that_only_pages_linear_runs_
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+def test_an_evaluation_with_clustering_metrics_loads_no_scikit_learn():
+    code = (
+        "import sys, numpy as np; from dml_core.evaluation import metrics as M; "
+        "labels = np.array([0, 0, 1, 1]); M.normalized_mutual_information(labels, labels[::-1]); "
+        "M.clustering_f1(labels, labels); print('sklearn' in sys.modules, 'scipy.sparse' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
