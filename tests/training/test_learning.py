@@ -128,12 +128,15 @@ class Recorder:
 
 def tiny_recipe(key: str, length: dict | None = None) -> Recipe:
     """The proposed run of ``key``'s mini comparison, mini-shrunk to ``length`` (default ``TINY_LENGTH``) on the
-    small glyph set."""
+    small glyph set. Its batches come from the prepared-data cache wherever they are the PIL path's, bit for bit
+    (random crops: ``DataSettings.cache_gives_pil_batches``; anml's random resized crops keep the PIL path): the same
+    run, without decoding each image again at every step."""
     run = find_run(f"{key}/{load_mini_comparison(RECIPES_DIR, key).proposed}").recipe()
     length = length or TINY_LENGTH[key]
     update = {"iterations": length.get("iterations"), "epochs": length.get("epochs"), "backbone_width": TINY_WIDTH}
     tiny = mini_version(run.model_copy(update={"mini": run.mini.model_copy(update=update)}))
-    return with_overrides(tiny, ["data.dataset=embedded", "training.eval_batch_size=256"])
+    pipeline = "cache" if tiny.data.cache_gives_pil_batches else "pil"
+    return with_overrides(tiny, ["data.dataset=embedded", "training.eval_batch_size=256", f"data.pipeline={pipeline}"])
 
 
 def evaluate_on_the_training_classes(monkeypatch) -> None:
