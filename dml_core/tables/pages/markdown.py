@@ -5,6 +5,7 @@ shape with its figure, training time as the paper prints it, the claims in full 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,16 @@ def commits_text(runs: Iterable[ResultsFile | LinearResultsFile]) -> str:
     if len(names) <= 3:
         return ", ".join(names) or "none"
     return f"{len(names)} commits, from {names[0]} to {names[-1]} (by first use; each linear run's in its table)"
+
+
+def starts_text(git: dict) -> str:
+    """The commits a run's starts ran, each once by first use, with its number of starts where it had more than one.
+
+    >>> starts_text({"segments": [{"commit": "d3f49b9e"}, {"commit": "d3f49b9e"}, {"commit": "0a0ce3bf"}]})
+    '`d3f49b9` (2 starts), `0a0ce3b`'
+    """
+    starts = Counter(str(state.get("commit", "?"))[:7] for state in git_starts(git))
+    return ", ".join(f"`{commit}`" + (f" ({n} starts)" if n > 1 else "") for commit, n in starts.items())
 
 
 def _protocol_line(results: ResultsFile) -> str:
@@ -373,8 +384,7 @@ def linear_runs_section(inputs: PageInputs) -> list[str]:
                 "other K rule": _other_k_rule(run),
                 "how": describe_linear_protocol(run.protocol),
                 "split time": readable_duration(run.seconds),
-                "commits": ", ".join(f"`{str(s.get('commit', '?'))[:7]}`" for s in git_starts(run.git))
-                or NOT_AVAILABLE,
+                "commits": starts_text(run.git) or NOT_AVAILABLE,
             }
         )
     return ["## Linear runs (Table 2 protocol)", "", table_markdown(pd.DataFrame(lines)), ""]
