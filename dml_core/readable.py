@@ -1,4 +1,4 @@
-"""Durations as a reader says them, in the runner's lines and on the pages alike (no torch, no pandas)."""
+"""Durations and sizes as a reader says them, in the runner's lines and on the pages alike (no torch, no pandas)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,18 @@ def readable_duration(seconds: float) -> str:
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def readable_bytes(size: float) -> str:
+    """A size as people read it.
+
+    >>> readable_bytes(28_800), readable_bytes(11_702_501_376), readable_bytes(512)
+    ('28.1 KiB', '10.9 GiB', '512 B')
+    """
+    if size < 1024:
+        return f"{size:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        size /= 1024
+        if size < 1024 or unit == "GiB":
+            break
+    return f"{size:.1f} {unit}"

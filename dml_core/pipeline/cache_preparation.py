@@ -22,9 +22,10 @@ from dml_core.atomic_io import free_disk_bytes
 from dml_core.data.registry import DatasetSpec
 from dml_core.errors import InputError
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.pipeline.choice import GIB, readable_bytes, requires_cache, wants_cache
+from dml_core.pipeline.choice import GIB, requires_cache, wants_cache
 from dml_core.pipeline.image_cache import build_cache, cache_dir, cache_problem, estimated_cache_bytes
 from dml_core.pipeline.loaders import loader_workers, worker_context
+from dml_core.readable import readable_bytes
 from dml_core.recipes.settings import Recipe
 
 # Disk left free after a cache is written: room for the runs' checkpoints and results (their sizes: docs/tiers.md).

@@ -18,27 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dml_core.readable import readable_bytes
+
 if TYPE_CHECKING:
     from dml_core.recipes.settings import DataSettings, Pipeline, PipelineSetting
 
 # The largest share of the GPU's memory "auto" gives the cache.
 DEVICE_MEMORY_SHARE = 0.5
 GIB = 2**30
-
-
-def readable_bytes(size: float) -> str:
-    """A size as people read it.
-
-    >>> readable_bytes(28_800), readable_bytes(11_702_501_376), readable_bytes(512)
-    ('28.1 KiB', '10.9 GiB', '512 B')
-    """
-    if size < 1024:
-        return f"{size:.0f} B"
-    for unit in ("KiB", "MiB", "GiB"):
-        size /= 1024
-        if size < 1024 or unit == "GiB":
-            break
-    return f"{size:.1f} {unit}"
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,8 @@ import torch
 from dml_core.atomic_io import free_disk_bytes, nearest_existing
 from dml_core.data.index import index_path
 from dml_core.output_paths import data_root as resolve_data_root
-from dml_core.pipeline.choice import readable_bytes
 from dml_core.pipeline.image_cache import estimated_cache_bytes
-from dml_core.readable import readable_duration
+from dml_core.readable import readable_bytes, readable_duration
 from dml_core.recipes.settings import Recipe
 from dml_core.runner.calibration import Calibration, calibrate_shapes
 from dml_core.runner.disk_needs import (

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from dml_core.cli import main
-from dml_core.pipeline.choice import readable_bytes
+from dml_core.readable import readable_bytes
 from dml_core.runner import calibration, plan_report
 from dml_core.runner.disk_needs import DATASET_BYTES
 from dml_core.runner.plan import paper_runs, plan_runs
