@@ -6,6 +6,8 @@ and names which methods have which value: a comparison across protocols is not t
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,8 +32,16 @@ def images_per_step(sampler: Mapping[str, Any]) -> int:
     >>> images_per_step({"name": "two_stream", "params": {"classes_per_batch": 30, "images_per_class": 2}})
     120
     """
+    # Built once per distinct sampler: a page reads the same few samplers from dozens of results files, and each
+    # build lays the sampler over all the synthetic labels.
+    return _images_per_step(json.dumps(dict(sampler), sort_keys=True))
+
+
+@functools.cache
+def _images_per_step(sampler_json: str) -> int:
     from dml_core.data.samplers import SAMPLERS  # here: the data package loads torch, the page does not need it
 
+    sampler = json.loads(sampler_json)
     labels = np.repeat(np.arange(_SYNTHETIC_CLASSES), _SYNTHETIC_IMAGES)
     name = sampler.get("name")
     try:
