@@ -16,9 +16,9 @@ POINTS = {"paper": ("", 30.0, 1.0), "loss-x0.5": ("~fair.search-point=loss-x0.5"
 
 
 @pytest.mark.slow
-def test_the_search_trains_each_point_and_the_page_picks_one_on_validation(tmp_path):
+def test_the_search_trains_each_point_and_the_page_picks_one_on_validation(tmp_path, glyph_data_root):
     where = ["--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"),
-             "--tables", str(tmp_path / "tables"), "--data-root", str(tmp_path / "data")]  # fmt: skip
+             "--tables", str(tmp_path / "tables"), "--data-root", str(glyph_data_root)]  # fmt: skip
     for point in POINTS:
         reading = [] if point == "paper" else ["--reading", f"fair.search-point={point}"]
         assert main(["reproduce", "fair", "--smoke", "--only", RUN, "--no-progress", *reading, *where]) == 0

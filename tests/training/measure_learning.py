@@ -65,7 +65,10 @@ def main() -> None:
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
         "seconds": round(time.perf_counter() - started),
-        "runs": [{"key": k, "variant": v, **dataclasses.asdict(run)} for (k, v), run in measured.items()],
+        "runs": [
+            {"key": k, "variant": v, **dataclasses.asdict(run), "r1_gain": run.r1_gain}
+            for (k, v), run in measured.items()
+        ],
     }
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     for entry in record["runs"]:

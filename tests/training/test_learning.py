@@ -22,13 +22,16 @@ mutated gains, for any paper. So the checks are of two kinds:
 
 The R@1 gains (on the images of the training classes, evaluated before the first update and at the end) are
 reported in every failure message and in ``MEASURED``; whether a recipe learns to generalise is the mini tier's
-question (``dml reproduce KEY --mini``, tables/mini). To measure the figures again on a configuration:
+question (``dml reproduce KEY --mini``, tables/mini). The gate's mutated runs do not evaluate before their first
+update: they start from their real run's weights (checked), so its R@1 there is theirs. To measure the figures again
+on a configuration:
 ``python -m tests.training.measure_learning`` (its docstring lists the configurations).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,14 +80,20 @@ class TinyRun:
     """What one tiny run showed. ``loss_gradient``: per optimiser group, the largest absolute entry of the loss's
     gradient over the run (weight decay is not in it: the optimiser adds that inside its step); ``moved``: per
     group, the relative distance its weights travelled, ||w_end - w_start|| / ||w_start||; ``trained``: the groups
-    whose learning rate is not 0."""
+    whose learning rate is not 0; ``start_weights``: a digest of the weights the first step started from."""
 
-    r1_gain: float
+    r1_start: float | None  # R@1 before the first update; None: the run did not evaluate there
+    r1_end: float
     loss_fall: float  # 1 - mean loss of the last window / mean loss of the first window
     loss_gradient: dict[str, float]
     moved: dict[str, float]
     trained: tuple[str, ...]
     losses: tuple[float, ...] = ()  # the training loss of every step
+    start_weights: str = ""
+
+    @property
+    def r1_gain(self) -> float:
+        return self.r1_end - self.r1_start
 
 
 class Recorder:
@@ -112,6 +121,13 @@ class Recorder:
     def groups(self) -> list[dict]:
         return self.optimizer.param_groups
 
+    def start_digest(self) -> str:
+        digest = hashlib.sha256()
+        for group in self.groups:
+            for weights in self.start[group["name"]]:
+                digest.update(weights.numpy().tobytes())
+        return digest.hexdigest()
+
     def moved(self) -> dict[str, float]:
         distances = {}
         for group in self.groups:
@@ -126,17 +142,19 @@ class Recorder:
         return 1.0 - (sum(last) / window) / (sum(first) / window)
 
 
-def tiny_recipe(key: str, length: dict | None = None) -> Recipe:
+def tiny_recipe(key: str, length: dict | None = None, evaluate_at_start: bool = True) -> Recipe:
     """The proposed run of ``key``'s mini comparison, mini-shrunk to ``length`` (default ``TINY_LENGTH``) on the
-    small glyph set. Its batches come from the prepared-data cache wherever they are the PIL path's, bit for bit
-    (random crops: ``DataSettings.cache_gives_pil_batches``; anml's random resized crops keep the PIL path): the same
-    run, without decoding each image again at every step."""
+    small glyph set, evaluated before its first update unless ``evaluate_at_start`` is False. Its batches come from
+    the prepared-data cache wherever they are the PIL path's, bit for bit (random crops:
+    ``DataSettings.cache_gives_pil_batches``; anml's random resized crops keep the PIL path): the same run, without
+    decoding each image again at every step."""
     run = find_run(f"{key}/{load_mini_comparison(RECIPES_DIR, key).proposed}").recipe()
     length = length or TINY_LENGTH[key]
     update = {"iterations": length.get("iterations"), "epochs": length.get("epochs"), "backbone_width": TINY_WIDTH}
     tiny = mini_version(run.model_copy(update={"mini": run.mini.model_copy(update=update)}))
     pipeline = "cache" if tiny.data.cache_gives_pil_batches else "pil"
-    return with_overrides(tiny, ["data.dataset=embedded", "training.eval_batch_size=256", f"data.pipeline={pipeline}"])
+    overrides = ["data.dataset=embedded", "training.eval_batch_size=256", f"data.pipeline={pipeline}"]
+    return with_overrides(tiny, [*overrides, f"training.evaluate_at_start={str(evaluate_at_start).lower()}"])
 
 
 def evaluate_on_the_training_classes(monkeypatch) -> None:
@@ -206,6 +224,7 @@ class TinyJob:
     threads: int = 1
     deterministic: bool = True
     length: tuple[tuple[str, int], ...] = ()  # the run's length as (field, value) pairs; (): TINY_LENGTH
+    evaluate_at_start: bool = True
 
 
 def train_tiny(job: TinyJob) -> TinyRun:
@@ -220,36 +239,56 @@ def train_tiny(job: TinyJob) -> TinyRun:
             monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda mode, **kwargs: use(False))
         recorder = Recorder(trainer.train_step)
         monkeypatch.setattr(trainer, "train_step", recorder)
-        recipe = tiny_recipe(job.key, dict(job.length))
+        recipe = tiny_recipe(job.key, dict(job.length), job.evaluate_at_start)
         path = train_run(
             RunToTrain(PlannedRun(recipe, job.out_dir, tier=Tier.MINI), data_root=job.data_root, progress=False)
         )
     evaluations = load_results(path).evaluations
-    assert evaluations[0].iteration == 0, "a tiny run evaluates before its first update"
+    assert (evaluations[0].iteration == 0) == job.evaluate_at_start, "a tiny run evaluates before its first update"
     return TinyRun(
-        r1_gain=evaluations[-1].metrics["R@1"] - evaluations[0].metrics["R@1"],
+        r1_start=evaluations[0].metrics["R@1"] if job.evaluate_at_start else None,
+        r1_end=evaluations[-1].metrics["R@1"],
         loss_fall=recorder.loss_fall(),
         loss_gradient=dict(recorder.largest_gradient),
         moved=recorder.moved(),
         trained=recorder.trained,
         losses=tuple(recorder.losses),
+        start_weights=recorder.start_digest(),
     )
 
 
 def train_side_by_side(
-    runs, data_root: Path, folder, workers: int, length_of=lambda key, variant: None, **configuration
+    runs,
+    data_root: Path,
+    folder,
+    workers: int,
+    length_of=lambda key, variant: None,
+    share_start: bool = False,
+    **configuration,
 ) -> dict[tuple[str, str], TinyRun]:
     """Train the ``(key, variant)`` tiny runs side by side in one-thread workers (the mini tier's runner), each in
-    ``folder(key)`` and to ``length_of(key, variant)`` (None: ``TINY_LENGTH``); raise the first failure."""
+    ``folder(key)`` and to ``length_of(key, variant)`` (None: ``TINY_LENGTH``); raise the first failure.
+    ``share_start``: a mutated run beside its real run skips the evaluation before its first update and takes the
+    real run's, once both are shown to start from the same weights (the same seed: they differ only after it)."""
     ensure_generated(get_spec("embedded"), data_root)  # once, before the workers read it
     lengths = {run: tuple((length_of(*run) or {}).items()) for run in runs}
+    sharing = {(key, variant) for key, variant in runs if share_start and variant != REAL and (key, REAL) in runs}
     runs = sorted(runs, key=lambda run: lengths[run] != ())  # the long runs first: the workers end together
-    jobs = [TinyJob(*run, folder(run[0]), data_root, length=lengths[run], **configuration) for run in runs]
+    jobs = [
+        TinyJob(*run, folder(run[0]), data_root, length=lengths[run], evaluate_at_start=run not in sharing,
+                **configuration)
+        for run in runs
+    ]  # fmt: skip
     outcomes = dict(run_side_by_side(train_tiny, jobs, workers=workers))
     failure = next((outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)), None)
     if failure is not None:
         raise failure
-    return {(job.key, job.variant): run for job, run in outcomes.items()}
+    trained = {(job.key, job.variant): run for job, run in outcomes.items()}
+    for key, variant in sharing:
+        real, run = trained[key, REAL], trained[key, variant]
+        assert run.start_weights == real.start_weights, f"{key}: the {variant} run started from other weights"
+        trained[key, variant] = dataclasses.replace(run, r1_start=real.r1_start)
+    return trained
 
 
 # --- the measured figures and the thresholds chosen from them ---------------------------------------------------
@@ -317,6 +356,7 @@ def tiny_runs(request, tmp_path_factory, copy_glyph_sets) -> dict[tuple[str, str
         lambda key: tmp_path_factory.mktemp(f"{key}-run"),
         workers=available_cores(),
         length_of=gate_length,
+        share_start=True,
     )
 
 
@@ -443,7 +483,7 @@ def test_the_exact_checks_need_no_measured_figure():
     """A detached embedding (zero gradient) and a trunk at rate 0 (unmoved) fail on their own, even with a loss
     that fell and an R@1 that rose."""
     good = TinyRun(
-        r1_gain=99.0, loss_fall=0.99, trained=("backbone", "new_layers"),
+        r1_start=0.0, r1_end=99.0, loss_fall=0.99, trained=("backbone", "new_layers"),
         loss_gradient={"backbone": 1e-3, "new_layers": 1e-2}, moved={"backbone": 1e-2, "new_layers": 1e-1},
     )  # fmt: skip
     assert wiring_failures(good) == []
