@@ -34,12 +34,8 @@ def _standard_library_module(name: str):
 
 
 # The gate's tests spread over one pytest-xdist worker per core (its ``-n`` after ``--`` overrides it; ``-n 0``: one
-# process): most tests hold one core, so on CI's two this halves the gate. tests/conftest.py shares the threads and
-# puts the files with slow tests first; without ``--no-loadscope-reorder`` xdist would hand the files out by their
-# number of tests instead, leaving the long one- and two-test files to the end.
-PARALLEL = (
-    "-n", str(_standard_library_module("cpu_cores").available_cores()), "--dist", "loadfile", "--no-loadscope-reorder",
-)  # fmt: skip
+# process): most tests hold one core, so on CI's two this halves the gate. tests/conftest.py shares the threads.
+PARALLEL = ("-n", str(_standard_library_module("cpu_cores").available_cores()), "--dist", "loadfile")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["tests"]

@@ -1,8 +1,7 @@
 """Test-wide settings: offline hub, an empty torch hub folder, deterministic CPU torch, the cores shared among the
-gate's parallel workers (at most two threads each, CI's cores), the files with slow tests first in each worker; a
-tiny CUB for the tests of the data pipeline (its preparation, caches, batches and the runner's cache preparation);
-the embedded glyph sets generated once per session, copied into the data roots of the tests that train on them; a
-loopback HTTP server."""
+gate's parallel workers (at most two threads each, CI's cores); a tiny CUB for the tests of the data pipeline (its
+preparation, caches, batches and the runner's cache preparation); the embedded glyph sets generated once per session,
+copied into the data roots of the tests that train on them; a loopback HTTP server."""
 
 import os
 import shutil
@@ -37,21 +36,6 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # a worker of the parallel gate: 
     os.environ.setdefault("OMP_NUM_THREADS", str(_THREADS))
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or _THREADS)
 torch.use_deterministic_algorithms(True, warn_only=True)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a worker of the parallel gate (pytest-xdist, ``--dist loadfile``: a file's tests, and its shared fixtures,
-    on one worker), the files holding slow tests first: the long multi-process tests overlap each other at the
-    start, and the short ones fill both cores to the end instead of one long test running alone last."""
-    if hasattr(config, "workerinput"):
-        items[:] = slow_files_first(items)
-
-
-def slow_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` with the files that hold a ``slow`` test first, each file's tests and the files otherwise in
-    their order."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    return sorted(items, key=lambda item: item.path not in slow_files)  # stable
 
 
 @pytest.hookimpl(wrapper=True)
