@@ -244,7 +244,9 @@ def train_tiny(job: TinyJob) -> TinyRun:
             RunToTrain(PlannedRun(recipe, job.out_dir, tier=Tier.MINI), data_root=job.data_root, progress=False)
         )
     evaluations = load_results(path).evaluations
-    assert (evaluations[0].iteration == 0) == job.evaluate_at_start, "a tiny run evaluates before its first update"
+    assert (evaluations[0].iteration == 0) == job.evaluate_at_start, (
+        f"a tiny run evaluates before its first update exactly when asked (asked: {job.evaluate_at_start})"
+    )
     return TinyRun(
         r1_start=evaluations[0].metrics["R@1"] if job.evaluate_at_start else None,
         r1_end=evaluations[-1].metrics["R@1"],
