@@ -325,10 +325,7 @@ def prepare_uci(
 
 
 def _load_bundled(dataset: UciDataset) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn import datasets  # where a bundled set is read (see the top)
-
-    route = next(route for route in dataset.routes if isinstance(route, ScikitLearn))
-    bunch = getattr(datasets, route.loader)()
+    bunch = next(route for route in dataset.routes if isinstance(route, ScikitLearn)).bunch()
     return bunch.data.astype(np.float64), bunch.target.astype(np.int64)
 
 

@@ -84,12 +84,16 @@ class ScikitLearn:
     def describe(self) -> str:
         return f"scikit-learn's sklearn.datasets.{self.loader}"
 
-    def read(self, options: RouteOptions) -> RawTable:
-        # pandas and scikit-learn load where the set is read (see the top).
-        import pandas as pd
-        from sklearn import datasets
+    def bunch(self):
+        """What the loader returns: ``data``, ``target`` (class codes) and ``target_names``."""
+        from sklearn import datasets  # scikit-learn loads where the set is read (see the top)
 
-        bunch = getattr(datasets, self.loader)()
+        return getattr(datasets, self.loader)()
+
+    def read(self, options: RouteOptions) -> RawTable:
+        import pandas as pd  # where the set is read (see the top)
+
+        bunch = self.bunch()
         names = np.asarray(bunch.target_names)
         return RawTable(pd.DataFrame(bunch.data), names[bunch.target], self.describe())
 
