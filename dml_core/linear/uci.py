@@ -68,9 +68,13 @@ class UciDataset:
         return self.source_shape or self.paper_shape
 
     @property
+    def bundled_route(self) -> ScikitLearn | None:
+        """The scikit-learn loader the set ships with, if any: it is loaded directly, no prepared file needed."""
+        return next((route for route in self.routes if isinstance(route, ScikitLearn)), None)
+
+    @property
     def bundled(self) -> bool:
-        """Shipped with scikit-learn: loaded directly, no prepared file needed."""
-        return any(isinstance(route, ScikitLearn) for route in self.routes)
+        return self.bundled_route is not None
 
 
 _NO_PUBLIC_COPY = "no stable public copy with this shape is known to us: supply a CSV (features..., label)"
@@ -324,11 +328,6 @@ def prepare_uci(
     return path
 
 
-def _load_bundled(dataset: UciDataset) -> tuple[np.ndarray, np.ndarray]:
-    bunch = next(route for route in dataset.routes if isinstance(route, ScikitLearn)).bunch()
-    return bunch.data.astype(np.float64), bunch.target.astype(np.int64)
-
-
 def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Features (n, d) float64 and class codes (n,) of a Table 2 data set, checked against its shape.
 
@@ -336,7 +335,8 @@ def load_uci(name: str, root: str | Path | None = None) -> tuple[np.ndarray, np.
     """
     dataset = get_uci_dataset(name)
     if dataset.bundled:
-        return _load_bundled(dataset)
+        bunch = dataset.bundled_route.bunch()
+        return bunch.data.astype(np.float64), bunch.target.astype(np.int64)
     if root is None:
         raise InputError(
             f"{dataset.name}: data root: expected the --root of `{DML} prepare uci:{dataset.name} --root DIR`, "
@@ -361,7 +361,7 @@ def uci_source(name: str, root: str | Path | None = None) -> str:
     ("unrecorded" for a file prepared before the source was kept)."""
     dataset = get_uci_dataset(name)
     if dataset.bundled:
-        return next(route.describe() for route in dataset.routes if isinstance(route, ScikitLearn))
+        return dataset.bundled_route.describe()
     with np.load(cache_path(dataset.name, root), allow_pickle=False) as archive:
         return str(archive["source"]) if "source" in archive else "unrecorded"
 
